@@ -1,0 +1,28 @@
+# Shared compile settings for all cpuft targets.
+add_library(cpuft_options INTERFACE)
+target_compile_options(cpuft_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
+                                               -Wno-sign-conversion -Wnon-virtual-dtor)
+if(CPUFT_WERROR)
+  target_compile_options(cpuft_options INTERFACE -Werror)
+endif()
+if(CPUFT_SANITIZE)
+  target_compile_options(cpuft_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                                 -fno-sanitize-recover=undefined)
+  target_link_options(cpuft_options INTERFACE -fsanitize=address,undefined)
+endif()
+target_include_directories(cpuft_options INTERFACE ${PROJECT_SOURCE_DIR}/src)
+
+# cpuft_test(NAME sources... LIBS libs... LABELS labels...)
+# A GoogleTest executable registered with CTest; each test case is one CTest test.
+include(GoogleTest)
+function(cpuft_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} cpuft_options GTest::gtest GTest::gtest_main)
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}"
+                       ENVIRONMENT "CPUFT_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+                       DISCOVERY_TIMEOUT 60)
+endfunction()

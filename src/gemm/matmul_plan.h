@@ -1,0 +1,79 @@
+// MatmulPlan: the only door to oneDNN.
+//
+// A plan is one matrix product, fixed at construction (shapes, transposes, accumulation, bias),
+// whose oneDNN primitive is created once and reused. The token count of a packed batch changes
+// every step, so one dimension may vary per call up to its maximum ("rows"); the primitive is
+// created for that dimension at run time (see matmul_plan.cc for how and why).
+//
+//   C(M,N) (+)= op(A)(M,K) * op(B)(K,N) (+ bias(N) broadcast over rows)
+//   op(A) = A stored (M,K) row-major, or A stored (K,M) when a_transposed
+//   op(B) = B stored (K,N) row-major, or B stored (N,K) when b_transposed
+//
+// The three products of a linear layer y = x W^T + b with W stored (out, in) as nn.Linear does:
+//   forward          y(T,out)   = x(T,in) * W^T            M=T varies, b_transposed, bias
+//   backward-data    d_x(T,in)  = d_y(T,out) * W           M=T varies
+//   backward-weights d_W(out,in) += d_y^T(out,T) * x(T,in) K=T varies, a_transposed, accumulate
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+namespace cpuft {
+
+enum class VaryingDim { none, m, k };
+
+struct MatmulDesc {
+  int64_t m = 0, n = 0, k = 0;  // for the varying dimension: its maximum
+  bool a_transposed = false;
+  bool b_transposed = false;
+  bool accumulate = false;  // C += product instead of C = product
+  bool bias = false;        // adds bias(N) to every row (not with accumulate)
+  VaryingDim varying = VaryingDim::none;
+};
+
+class MatmulPlan {
+ public:
+  explicit MatmulPlan(const MatmulDesc& desc);
+  ~MatmulPlan();
+  MatmulPlan(MatmulPlan&&) noexcept;
+  MatmulPlan& operator=(MatmulPlan&&) noexcept;
+
+  // Runs the product. `varying_size` is the actual size of the varying dimension (ignored when
+  // none varies), 0 <= varying_size <= its maximum. bias is nullptr unless desc.bias.
+  // Allocates nothing and creates no primitive.
+  void run(float* c, const float* a, const float* b, const float* bias,
+           int64_t varying_size = 0) const;
+
+  const MatmulDesc& desc() const { return desc_; }
+
+ private:
+  MatmulDesc desc_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The three plans of one nn.Linear(in, out) for up to max_rows tokens.
+struct LinearPlans {
+  LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features);
+  // y(T,out) = x(T,in) W^T + b
+  void forward(float* y, const float* x, const float* w, const float* b, int64_t rows) const;
+  // d_x(T,in) = d_y(T,out) W   (overwritten)
+  void backward_data(float* d_x, const float* d_y, const float* w, int64_t rows) const;
+  // d_W(out,in) += d_y^T x     (accumulated)
+  void backward_weights(float* d_w, const float* d_y, const float* x, int64_t rows) const;
+
+  MatmulPlan fwd, bwd_data, bwd_weights;
+};
+
+// Row-major strided single-threaded-or-not GEMM for small per-sequence products (attention):
+// C(M,N) = alpha * op(A) op(B) + beta * C, with leading dimensions. Wraps oneDNN's dnnl_sgemm,
+// which needs no primitive; safe to call from inside an OpenMP parallel region (it then runs on the
+// calling thread).
+void strided_gemm(bool a_transposed, bool b_transposed, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                  float* C, int64_t ldc);
+
+// oneDNN's version as "major.minor.patch (cpu runtime)", for `cpuft env` and bench reports.
+const char* onednn_version_string();
+
+}  // namespace cpuft

@@ -1,0 +1,108 @@
+// The element-wise and row-wise kernels of BERT training, behind one dispatch table.
+//
+// Conventions (see docs/ARCHITECTURE.md for the shape letters):
+//   - raw pointers, outputs first, sizes last; rows are contiguous, row-major;
+//   - N = rows (tokens, or sequences for the head), D/C = columns;
+//   - activation gradients (d_x) are OVERWRITTEN, parameter gradients (d_gamma, d_w, ...) ACCUMULATE;
+//   - every kernel has a scalar twin in reference/ (templated on T, used with double in tests)
+//     and, where the CPU has it, an AVX-512 version in avx512/. kernels() picks one table once.
+// Set CPUFT_FORCE_ISA=reference to force the scalar table (any other value: error at start-up).
+#pragma once
+
+#include <cstdint>
+
+#include "core/rng.h"
+
+namespace cpuft {
+
+// Hyper-parameters of one AdamW update, with the bias corrections hoisted out of the loop.
+// Matches torch.optim.AdamW (decoupled decay):
+//   w -= lr * weight_decay * w
+//   m  = beta1 * m + (1 - beta1) * g
+//   v  = beta2 * v + (1 - beta2) * g * g
+//   w -= (lr / bias_correction1) * m / (sqrt(v) / sqrt(bias_correction2) + eps)
+// where bias_correction{1,2} = 1 - beta{1,2}^step.
+struct AdamWStep {
+  float lr = 0;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0;
+  float bias_correction1 = 1;  // 1 - beta1^step
+  float bias_correction2 = 1;  // 1 - beta2^step
+};
+
+struct KernelTable {
+  const char* isa;  // "reference" or "avx512"
+
+  // out(N,D) = word[ids] + pos[pos_ids] + type[type_ids]      (ids: int32, (N))
+  void (*embeddings_forward)(float* out, const float* word, const float* pos, const float* type,
+                             const int32_t* ids, const int32_t* pos_ids, const int32_t* type_ids,
+                             int64_t N, int64_t D);
+  // Scatter-add: d_word[ids[i]] += d_out[i], likewise d_pos, d_type.   (accumulate)
+  void (*embeddings_backward)(float* d_word, float* d_pos, float* d_type, const float* d_out,
+                              const int32_t* ids, const int32_t* pos_ids, const int32_t* type_ids,
+                              int64_t N, int64_t D);
+
+  // y(N,D) = (x - mean) * rstd * gamma + beta per row; writes mean(N), rstd(N).
+  void (*layer_norm_forward)(float* y, float* mean, float* rstd, const float* x,
+                             const float* gamma, const float* beta, float eps, int64_t N,
+                             int64_t D);
+  // Fused residual: s = a + b (written, backward needs it), y = LayerNorm(s).
+  void (*add_layer_norm_forward)(float* y, float* s, float* mean, float* rstd, const float* a,
+                                 const float* b, const float* gamma, const float* beta, float eps,
+                                 int64_t N, int64_t D);
+  // d_x overwritten; d_gamma, d_beta accumulated. x is the LayerNorm input (s for the fused one).
+  void (*layer_norm_backward)(float* d_x, float* d_gamma, float* d_beta, const float* d_y,
+                              const float* x, const float* mean, const float* rstd,
+                              const float* gamma, int64_t N, int64_t D);
+
+  // Exact GELU: y = x * 0.5 * (1 + erf(x / sqrt(2))).  (n elements)
+  void (*gelu_forward)(float* y, const float* x, int64_t n);
+  void (*gelu_backward)(float* d_x, const float* d_y, const float* x, int64_t n);
+
+  // y = tanh(x); backward uses y: d_x = d_y * (1 - y*y).
+  void (*tanh_forward)(float* y, const float* x, int64_t n);
+  void (*tanh_backward)(float* d_x, const float* d_y, const float* y, int64_t n);
+
+  // Row softmax of (N, C), y may alias x. backward: d_x = y * (d_y - sum_c(d_y * y)); d_x may
+  // alias d_y.
+  void (*softmax_forward)(float* y, const float* x, int64_t N, int64_t C);
+  void (*softmax_backward)(float* d_x, const float* d_y, const float* y, int64_t N, int64_t C);
+
+  // Inverted dropout: y[i] = keep(i) ? x[i] / (1 - p) : 0 with keep(i) = uniform_at(key, i) >= p.
+  // backward regenerates the same mask from the key. p == 0 is a copy. y may alias x.
+  void (*dropout_forward)(float* y, const float* x, float p, RngKey key, int64_t n);
+  void (*dropout_backward)(float* d_x, const float* d_y, float p, RngKey key, int64_t n);
+
+  // d_b(C) += sum over rows of d_y(N, C).   (accumulate)
+  void (*bias_backward)(float* d_b, const float* d_y, int64_t N, int64_t C);
+
+  // Mean cross-entropy over N rows of logits(N,K) with integer labels (N); returns the mean loss.
+  // Writes d_logits(N,K) = (softmax(logits) - onehot(label)) * loss_scale / N.
+  float (*cross_entropy_forward_backward)(float* d_logits, const float* logits,
+                                          const int32_t* labels, float loss_scale, int64_t N,
+                                          int64_t K);
+  // Mean squared error over N predictions (N) and targets (N); returns the mean loss.
+  // Writes d_pred = 2 * (pred - target) * loss_scale / N.
+  float (*mse_forward_backward)(float* d_pred, const float* pred, const float* target,
+                                float loss_scale, int64_t N);
+
+  // One AdamW update of n parameters (w, m, v updated in place).
+  void (*adamw_update)(float* w, float* m, float* v, const float* g, const AdamWStep& step,
+                       int64_t n);
+  // sum(x^2) in double accumulation (gradient clipping's norm).
+  double (*sum_squares)(const float* x, int64_t n);
+  // x *= s.
+  void (*scale)(float* x, float s, int64_t n);
+};
+
+// The table chosen at start-up: AVX-512 when the CPU has AVX-512F/BW/DQ/VL and CPUFT_FORCE_ISA is
+// unset, else the reference table.
+const KernelTable& kernels();
+// Always available.
+const KernelTable& reference_kernels();
+// nullptr when the CPU lacks AVX-512.
+const KernelTable* avx512_kernels();
+
+}  // namespace cpuft
