@@ -22,7 +22,7 @@ class Error : public std::runtime_error {
 template <typename... Args>
 std::string str(const Args&... args) {
   std::ostringstream out;
-  (out << ... << args);
+  ((out << args), ...);
   return out.str();
 }
 

@@ -3,7 +3,9 @@
 // Conventions (see docs/ARCHITECTURE.md for the shape letters):
 //   - raw pointers, outputs first, sizes last; rows are contiguous, row-major;
 //   - N = rows (tokens, or sequences for the head), D/C = columns;
-//   - activation gradients (d_x) are OVERWRITTEN, parameter gradients (d_gamma, d_w, ...) ACCUMULATE;
+//   - activation gradients (d_x) are OVERWRITTEN, parameter gradients (d_gamma, d_w, ...)
+//   ACCUMULATE;
+//   - element-wise kernels (gelu, tanh, dropout, scale) may run in place: output == input is fine;
 //   - every kernel has a scalar twin in reference/ (templated on T, used with double in tests)
 //     and, where the CPU has it, an AVX-512 version in avx512/. kernels() picks one table once.
 // Set CPUFT_FORCE_ISA=reference to force the scalar table (any other value: error at start-up).
@@ -26,6 +28,10 @@ struct AdamWStep {
   float lr = 0;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
+  // 1 - beta computed in double by the caller, then rounded: 1.0f - 0.999f is 1.3e-5 off 0.001f,
+  // which torch avoids by forming 1 - beta2 in double.
+  float one_minus_beta1 = 0.1f;
+  float one_minus_beta2 = 0.001f;
   float eps = 1e-8f;
   float weight_decay = 0;
   float bias_correction1 = 1;  // 1 - beta1^step
@@ -45,9 +51,8 @@ struct KernelTable {
                               int64_t N, int64_t D);
 
   // y(N,D) = (x - mean) * rstd * gamma + beta per row; writes mean(N), rstd(N).
-  void (*layer_norm_forward)(float* y, float* mean, float* rstd, const float* x,
-                             const float* gamma, const float* beta, float eps, int64_t N,
-                             int64_t D);
+  void (*layer_norm_forward)(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                             const float* beta, float eps, int64_t N, int64_t D);
   // Fused residual: s = a + b (written, backward needs it), y = LayerNorm(s).
   void (*add_layer_norm_forward)(float* y, float* s, float* mean, float* rstd, const float* a,
                                  const float* b, const float* gamma, const float* beta, float eps,

@@ -1,0 +1,82 @@
+// cpuft: fine-tunes BERT-family encoders on CPUs.
+//
+// Reading order for a newcomer: this file -> src/model/bert_model.cc (forward, backward) ->
+// src/model/encoder_layer.cc -> src/kernels/reference/*.
+//
+// Every error is one line on stderr ("error: ...") and exit code 1; --help/usage errors exit 2.
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "core/check.h"
+#include "gemm/matmul_plan.h"
+#include "io/bert_checkpoint.h"
+#include "kernels/kernels.h"
+#include "model/bert_config.h"
+#include "model/param_layout.h"
+
+namespace cpuft {
+namespace {
+
+void print_env() {
+  std::printf("cpuft %s\n", CPUFT_VERSION);
+  std::printf("kernels: %s\n", kernels().isa);
+  std::printf("oneDNN: %s\n", onednn_version_string());
+  std::printf("OpenMP threads: %d\n", omp_get_max_threads());
+}
+
+// Loads a Hugging Face model folder and reports what it holds.
+void inspect_model(const std::string& dir) {
+  const std::filesystem::path root(dir);
+  const BertConfig config = load_bert_config((root / "config.json").string());
+  const ParamLayout layout(config);
+  std::vector<float> params(static_cast<size_t>(layout.total_floats()));
+  const LoadReport report = load_bert_weights(
+      SafetensorsFile::open((root / "model.safetensors").string()), layout, config, params.data());
+  int64_t count = 0;
+  for (const ParamSpec& spec : layout.specs()) count += spec.numel;
+  std::printf("%s: BERT, %lld layers, hidden %lld, %lld heads, FFN %lld, vocab %lld, %lld labels\n",
+              dir.c_str(), static_cast<long long>(config.num_hidden_layers),
+              static_cast<long long>(config.hidden_size),
+              static_cast<long long>(config.num_attention_heads),
+              static_cast<long long>(config.intermediate_size),
+              static_cast<long long>(config.vocab_size), static_cast<long long>(config.num_labels));
+  std::printf("parameters: %lld in %zu tensors\n", static_cast<long long>(count),
+              layout.specs().size());
+  for (const std::string& name : report.initialised)
+    std::printf("initialised (absent from the checkpoint): %s\n", name.c_str());
+  for (const std::string& name : report.ignored)
+    std::printf("ignored (not a model parameter): %s\n", name.c_str());
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"cpuft: fine-tune BERT-family encoders on CPUs"};
+  app.require_subcommand(1);
+  CLI::App* env = app.add_subcommand("env", "Print the kernels, oneDNN version and threads in use");
+  std::string model_dir;
+  CLI::App* inspect = app.add_subcommand("inspect", "Load a Hugging Face model folder and report");
+  inspect->add_option("--model_name_or_path,model", model_dir, "Model folder")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (env->parsed()) print_env();
+  if (inspect->parsed()) inspect_model(model_dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace cpuft
+
+int main(int argc, char** argv) {
+  try {
+    return cpuft::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,151 @@
+// bench_step: one training step (forward + backward + clip + AdamW) of a BERT-shaped model with
+// random weights on batches whose sequence lengths follow MRPC's, reported per phase and as model
+// FLOP/s and MFU against this machine's measured FMA peak.
+//
+// Model FLOPs count only useful work on real tokens: 6 x (dense parameters) per token (forward 2,
+// backward 4) plus attention's 2 x 2 x T_s x D per token per layer forward (QK^T and PV), x3 for
+// training. Padding is not counted: a padded run doing the same useful work scores the same.
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "core/buffer.h"
+#include "core/check.h"
+#include "core/fp_env.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "fma_peak.h"
+#include "gemm/matmul_plan.h"
+#include "kernels/kernels.h"
+#include "model/bert_model.h"
+#include "model/param_layout.h"
+#include "optim/adamw.h"
+
+namespace cpuft {
+namespace {
+
+double training_flops(const BertConfig& c, const Batch& batch) {
+  const double D = static_cast<double>(c.hidden_size), F = static_cast<double>(c.intermediate_size);
+  const double dense_per_token_layer = 4 * D * D + 2 * D * F;  // QKV + out + FFN weights
+  double flops = 0;
+  for (int64_t s = 0; s < batch.num_sequences(); ++s) {
+    const double T = static_cast<double>(batch.length(s));
+    flops += c.num_hidden_layers * T * (6 * dense_per_token_layer + 3 * 4 * T * D);
+    flops += 6 * (D * D + D * static_cast<double>(c.num_labels));  // pooler + classifier
+  }
+  return flops;
+}
+
+std::vector<int> read_lengths(const std::string& path) {
+  std::ifstream in(path);
+  CPUFT_REQUIRE(in.good(), path, ": cannot open");
+  std::vector<int> lengths;
+  for (int n; in >> n;) lengths.push_back(n);
+  CPUFT_REQUIRE(!lengths.empty(), path, ": no lengths");
+  return lengths;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"bench_step: time a BERT training step"};
+  std::string config_path, lengths_path;
+  int batch_size = 32, steps = 5, warmup = 1;
+  int pad_to = 0;
+  app.add_option("--config", config_path, "HF config.json of the model shape")->required();
+  app.add_option("--lengths", lengths_path, "Sequence lengths, one per line")->required();
+  app.add_option("--batch", batch_size, "Sequences per batch");
+  app.add_option("--steps", steps, "Timed steps");
+  app.add_option("--warmup", warmup, "Untimed steps first");
+  app.add_option("--pad_to", pad_to, "Pad every sequence to this length (0: packed)");
+  CLI11_PARSE(app, argc, argv);
+
+  enable_flush_denormals_all_threads();
+  BertConfig config = load_bert_config(config_path);
+  config.num_labels = 2;
+  const ParamLayout layout(config);
+  AlignedBuffer<float> params(static_cast<size_t>(layout.total_floats()));
+  AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
+  for (const ParamSpec& spec : layout.specs()) {
+    float* p = params.data() + spec.offset;
+    if (spec.name.find("LayerNorm.weight") != std::string::npos) {
+      std::fill_n(p, spec.numel, 1.0f);
+    } else if (!spec.name.ends_with(".bias")) {
+      const RngKey key{7, static_cast<uint64_t>(spec.offset)};
+      for (int64_t i = 0; i < spec.numel; ++i) p[i] = 0.02f * normal_at(key, i);
+    }
+  }
+  const BertParams p = bind_params(layout, config, params.data());
+  const BertParams g = bind_params(layout, config, grads.data());
+
+  // Batches of MRPC-like lengths, drawn with a fixed seed.
+  const std::vector<int> lengths = read_lengths(lengths_path);
+  const int max_len = pad_to > 0 ? pad_to : *std::max_element(lengths.begin(), lengths.end());
+  std::mt19937 rng(1234);
+  std::vector<Batch> batches(static_cast<size_t>(warmup + steps));
+  int64_t max_tokens = 0;
+  for (Batch& batch : batches) {
+    for (int s = 0; s < batch_size; ++s) {
+      const int T = pad_to > 0 ? pad_to : lengths[rng() % lengths.size()];
+      std::vector<int32_t> ids(static_cast<size_t>(T)), types(static_cast<size_t>(T), 0);
+      for (int& id : ids) id = static_cast<int32_t>(rng() % config.vocab_size);
+      batch.add_sequence(ids, types);
+      batch.labels.push_back(static_cast<int32_t>(rng() % 2));
+    }
+    max_tokens = std::max(max_tokens, batch.num_tokens());
+  }
+  BertModel model(config, ModelLimits{max_tokens, batch_size, max_len});
+  AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
+
+  std::vector<double> t_forward, t_backward, t_optimizer, t_step, flops_per_s;
+  for (int step = 0; step < warmup + steps; ++step) {
+    const Batch& batch = batches[static_cast<size_t>(step)];
+    Stopwatch watch;
+    model.forward(p, batch, StepContext{42, static_cast<uint64_t>(step)});
+    const double forward = watch.seconds();
+    model.backward(p, g);
+    const double backward = watch.seconds() - forward;
+    clip_grad_norm(grads.data(), layout.total_floats(), 1.0);
+    adamw.step(params.data(), grads.data(), 2e-5);
+    grads.zero();
+    const double total = watch.seconds();
+    if (step < warmup) continue;
+    t_forward.push_back(forward);
+    t_backward.push_back(backward);
+    t_optimizer.push_back(total - forward - backward);
+    t_step.push_back(total);
+    flops_per_s.push_back(training_flops(config, batch) / total);
+  }
+  const int threads = omp_get_max_threads();
+  const double peak = measure_fp32_fma_peak_gflops(threads);
+  const double gflops = median(flops_per_s) / 1e9;
+  std::printf("model: %s (L=%lld D=%lld F=%lld), batch %d, %s, %d threads, kernels %s, oneDNN %s\n",
+              config_path.c_str(), static_cast<long long>(config.num_hidden_layers),
+              static_cast<long long>(config.hidden_size),
+              static_cast<long long>(config.intermediate_size), batch_size,
+              pad_to > 0 ? "padded" : "packed", threads, kernels().isa, onednn_version_string());
+  std::printf("median of %d steps: step %.3f s = forward %.3f + backward %.3f + optimizer %.3f\n",
+              steps, median(t_step), median(t_forward), median(t_backward), median(t_optimizer));
+  std::printf("model FLOP/s: %.1f GFLOP/s; measured fp32 FMA peak %.1f GFLOP/s; MFU %.1f%%\n",
+              gflops, peak, 100.0 * gflops / peak);
+  return 0;
+}
+
+}  // namespace
+}  // namespace cpuft
+
+int main(int argc, char** argv) {
+  try {
+    return cpuft::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

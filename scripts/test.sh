@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test.
+#   1. format check (clang-format)
+#   2. release build (-Werror): unit + golden tests (HF fixtures, real MiniLM weights)
+#   3. ASan + UBSan build: the same tests
+#   4. libFuzzer smoke run of the safetensors parser
+# Usage: scripts/test.sh [--quick]   (--quick: release build and tests only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+scripts/setup.sh
+scripts/fetch_minilm.sh
+
+echo "== format check"
+git ls-files '*.h' '*.cc' | xargs clang-format --dry-run -Werror
+
+echo "== release build"
+cmake --preset release >/dev/null
+cmake --build --preset release
+ctest --preset release -j2
+
+if [ "$quick" = 1 ]; then exit 0; fi
+
+echo "== ASan + UBSan build"
+cmake --preset asan-ubsan >/dev/null
+cmake --build --preset asan-ubsan
+ctest --preset asan-ubsan -j2
+
+echo "== fuzz smoke run"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz --target fuzz_safetensors
+ctest --test-dir build/fuzz -R fuzz_safetensors_smoke --output-on-failure

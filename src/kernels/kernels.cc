@@ -1,0 +1,110 @@
+// The kernel tables and the start-up choice between them.
+#include "kernels/kernels.h"
+
+#include <cstdlib>
+#include <string_view>
+
+#include "core/check.h"
+#include "kernels/avx512/avx512.h"
+#include "kernels/dispatch.h"
+#include "kernels/reference/activations.h"
+#include "kernels/reference/adamw.h"
+#include "kernels/reference/dropout.h"
+#include "kernels/reference/embeddings.h"
+#include "kernels/reference/layer_norm.h"
+#include "kernels/reference/losses.h"
+#include "kernels/reference/reductions.h"
+#include "kernels/reference/softmax.h"
+
+namespace cpuft {
+
+namespace {
+
+constexpr KernelTable kReferenceTable{
+    .isa = "reference",
+    .embeddings_forward = &reference::embeddings_forward<float>,
+    .embeddings_backward = &reference::embeddings_backward<float>,
+    .layer_norm_forward = &reference::layer_norm_forward<float>,
+    .add_layer_norm_forward = &reference::add_layer_norm_forward<float>,
+    .layer_norm_backward = &reference::layer_norm_backward<float>,
+    .gelu_forward = &reference::gelu_forward<float>,
+    .gelu_backward = &reference::gelu_backward<float>,
+    .tanh_forward = &reference::tanh_forward<float>,
+    .tanh_backward = &reference::tanh_backward<float>,
+    .softmax_forward = &reference::softmax_forward<float>,
+    .softmax_backward = &reference::softmax_backward<float>,
+    .dropout_forward = &reference::dropout_forward<float>,
+    .dropout_backward = &reference::dropout_backward<float>,
+    .bias_backward = &reference::bias_backward<float>,
+    .cross_entropy_forward_backward = &reference::cross_entropy_forward_backward<float>,
+    .mse_forward_backward = &reference::mse_forward_backward<float>,
+    .adamw_update = &reference::adamw_update<float>,
+    .sum_squares = &reference::sum_squares<float>,
+    .scale = &reference::scale<float>,
+};
+
+constexpr KernelTable kAvx512Table{
+    .isa = "avx512",
+    .embeddings_forward = &avx512::embeddings_forward,
+    .embeddings_backward = &avx512::embeddings_backward,
+    .layer_norm_forward = &avx512::layer_norm_forward,
+    .add_layer_norm_forward = &avx512::add_layer_norm_forward,
+    .layer_norm_backward = &avx512::layer_norm_backward,
+    .gelu_forward = &avx512::gelu_forward,
+    .gelu_backward = &avx512::gelu_backward,
+    .tanh_forward = &avx512::tanh_forward,
+    .tanh_backward = &avx512::tanh_backward,
+    .softmax_forward = &avx512::softmax_forward,
+    .softmax_backward = &avx512::softmax_backward,
+    .dropout_forward = &avx512::dropout_forward,
+    .dropout_backward = &avx512::dropout_backward,
+    .bias_backward = &avx512::bias_backward,
+    .cross_entropy_forward_backward = &avx512::cross_entropy_forward_backward,
+    .mse_forward_backward = &avx512::mse_forward_backward,
+    .adamw_update = &avx512::adamw_update,
+    .sum_squares = &avx512::sum_squares,
+    .scale = &avx512::scale,
+};
+
+}  // namespace
+
+void avx512::throw_label_out_of_range(int64_t row, int32_t label, int64_t K) {
+  throw Error(str("cross_entropy: label ", label, " of row ", row, " is outside [0, ", K, ")"));
+}
+
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+
+const KernelTable& select_kernel_table(const char* force_isa, bool has_avx512) {
+  const std::string_view force = force_isa == nullptr ? std::string_view() : force_isa;
+  if (force.empty()) return has_avx512 ? kAvx512Table : kReferenceTable;
+  if (force == "reference") return kReferenceTable;
+  if (force == "avx512") {
+    CPUFT_REQUIRE(has_avx512,
+                  "CPUFT_FORCE_ISA=avx512 but this CPU lacks AVX-512 (F, BW, DQ and VL needed)");
+    return kAvx512Table;
+  }
+  throw Error(str("CPUFT_FORCE_ISA='", force, "' is not a known kernel set (use 'reference' or ",
+                  "'avx512', or leave it unset)"));
+}
+
+const KernelTable& kernels() {
+  // Chosen once; a throw leaves the static uninitialised, so every later call reports it again.
+  static const KernelTable& table =
+      select_kernel_table(std::getenv("CPUFT_FORCE_ISA"), cpu_has_avx512());
+  return table;
+}
+
+const KernelTable& reference_kernels() {
+  return kReferenceTable;
+}
+
+const KernelTable* avx512_kernels() {
+  static const bool available = cpu_has_avx512();
+  return available ? &kAvx512Table : nullptr;
+}
+
+}  // namespace cpuft

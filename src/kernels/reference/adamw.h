@@ -1,0 +1,36 @@
+// Scalar reference: one AdamW update (torch.optim.AdamW, decoupled weight decay).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace cpuft::reference {
+
+// Operation order of torch's single-tensor AdamW, each line rounded in T:
+//   w = w - (lr * wd) * w
+//   m = beta1 * m + (1 - beta1) * g
+//   v = beta2 * v + (1 - beta2) * g * g
+//   w = w - (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps)
+// (torch writes the decay as w *= 1 - lr*wd and the first moment as a lerp; both differ from
+// these lines by at most an ulp or so.)
+template <typename T>
+void adamw_update(T* w, T* m, T* v, const T* g, const AdamWStep& step, int64_t n) {
+  const T lr_wd = static_cast<T>(step.lr) * static_cast<T>(step.weight_decay);
+  const T b1 = static_cast<T>(step.beta1), b2 = static_cast<T>(step.beta2);
+  const T one_minus_b1 = static_cast<T>(step.one_minus_beta1);
+  const T one_minus_b2 = static_cast<T>(step.one_minus_beta2);
+  const T step_size = static_cast<T>(step.lr) / static_cast<T>(step.bias_correction1);
+  const T bc2_sqrt = std::sqrt(static_cast<T>(step.bias_correction2));
+  const T eps = static_cast<T>(step.eps);
+  for (int64_t i = 0; i < n; ++i) {
+    w[i] = w[i] - lr_wd * w[i];
+    m[i] = b1 * m[i] + one_minus_b1 * g[i];
+    v[i] = b2 * v[i] + one_minus_b2 * g[i] * g[i];
+    const T denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+    w[i] = w[i] - step_size * m[i] / denom;
+  }
+}
+
+}  // namespace cpuft::reference

@@ -1,0 +1,102 @@
+#include "model/attention.h"
+
+#include <omp.h>
+
+#include <cmath>
+
+#include "gemm/matmul_plan.h"
+#include "kernels/kernels.h"
+
+namespace cpuft {
+
+namespace {
+
+// Each (sequence, head) block draws its dropout mask from its own stream, so the mask of a block
+// does not depend on how the batch is split between threads.
+RngKey block_key(RngKey key, int64_t block) {
+  uint64_t z = key.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(block + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;  // splitmix64 finaliser
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return RngKey{z ^ (z >> 31), key.stream};
+}
+
+}  // namespace
+
+void attention_prob_offsets(int64_t* prob_offsets, const int64_t* seq_offsets, int64_t B,
+                            int64_t H) {
+  prob_offsets[0] = 0;
+  for (int64_t s = 0; s < B; ++s) {
+    const int64_t T = seq_offsets[s + 1] - seq_offsets[s];
+    prob_offsets[s + 1] = prob_offsets[s] + H * T * T;
+  }
+}
+
+void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t* seq_offsets,
+                       const int64_t* prob_offsets, int64_t B, const AttentionDims& dims,
+                       float dropout_p, RngKey key, float* scratch, int64_t scratch_per_thread) {
+  const KernelTable& k = kernels();
+  const int64_t D = dims.D, H = dims.H, Dh = dims.Dh, ld_qkv = 3 * D;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t block = 0; block < B * H; ++block) {
+    const int64_t s = block / H, h = block % H;
+    const int64_t start = seq_offsets[s], T = seq_offsets[s + 1] - start;
+    const float* q = qkv + start * ld_qkv + h * Dh;  // (T, Dh), ld 3D
+    const float* kk = q + D;
+    const float* v = q + 2 * D;
+    float* p = probs + prob_offsets[s] + h * T * T;  // (T, T)
+    // scores = Q K^T / sqrt(Dh); then softmax over keys.
+    strided_gemm(false, true, T, T, Dh, scale, q, ld_qkv, kk, ld_qkv, 0.0f, p, T);
+    k.softmax_forward(p, p, T, T);
+    const float* p_used = p;
+    if (dropout_p > 0) {
+      float* p_drop = scratch + omp_get_thread_num() * scratch_per_thread;
+      k.dropout_forward(p_drop, p, dropout_p, block_key(key, block), T * T);
+      p_used = p_drop;
+    }
+    // ctx = P V  -> (T, Dh) at columns h*Dh of ctx (ld D).
+    strided_gemm(false, false, T, Dh, T, 1.0f, p_used, T, v, ld_qkv, 0.0f, ctx + start * D + h * Dh,
+                 D);
+  }
+}
+
+void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, const float* probs,
+                        const int64_t* seq_offsets, const int64_t* prob_offsets, int64_t B,
+                        const AttentionDims& dims, float dropout_p, RngKey key, float* scratch,
+                        int64_t scratch_per_thread) {
+  const KernelTable& k = kernels();
+  const int64_t D = dims.D, H = dims.H, Dh = dims.Dh, ld_qkv = 3 * D;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t block = 0; block < B * H; ++block) {
+    const int64_t s = block / H, h = block % H;
+    const int64_t start = seq_offsets[s], T = seq_offsets[s + 1] - start;
+    const float* q = qkv + start * ld_qkv + h * Dh;
+    const float* kk = q + D;
+    const float* v = q + 2 * D;
+    float* d_q = d_qkv + start * ld_qkv + h * Dh;
+    float* d_k = d_q + D;
+    float* d_v = d_q + 2 * D;
+    const float* d_c = d_ctx + start * D + h * Dh;  // (T, Dh), ld D
+    const float* p = probs + prob_offsets[s] + h * T * T;
+    float* thread_scratch = scratch + omp_get_thread_num() * scratch_per_thread;
+    float* d_p = thread_scratch;  // (T, T)
+    const float* p_used = p;
+    if (dropout_p > 0) {  // regenerate the forward's dropped probabilities
+      float* p_drop = thread_scratch + T * T;
+      k.dropout_forward(p_drop, p, dropout_p, block_key(key, block), T * T);
+      p_used = p_drop;
+    }
+    // undo ctx = P_used V:  d_V = P_used^T d_ctx,  d_P_used = d_ctx V^T
+    strided_gemm(true, false, T, Dh, T, 1.0f, p_used, T, d_c, D, 0.0f, d_v, ld_qkv);
+    strided_gemm(false, true, T, T, Dh, 1.0f, d_c, D, v, ld_qkv, 0.0f, d_p, T);
+    // undo dropout, then softmax: d_scores = P * (d_P - rowsum(d_P * P))
+    if (dropout_p > 0) k.dropout_backward(d_p, d_p, dropout_p, block_key(key, block), T * T);
+    k.softmax_backward(d_p, d_p, p, T, T);
+    // undo scores = Q K^T * scale:  d_Q = d_S K * scale,  d_K = d_S^T Q * scale
+    strided_gemm(false, false, T, Dh, T, scale, d_p, T, kk, ld_qkv, 0.0f, d_q, ld_qkv);
+    strided_gemm(true, false, T, Dh, T, scale, d_p, T, q, ld_qkv, 0.0f, d_k, ld_qkv);
+  }
+}
+
+}  // namespace cpuft

@@ -1,0 +1,37 @@
+// Multi-head self-attention on packed sequences.
+//
+// qkv holds, for every token, its query, key and value rows side by side: (N, 3D) with head h of Q
+// at columns [h*Dh, (h+1)*Dh), of K at D + that, of V at 2D + that. Each sequence attends only to
+// its own tokens, so no mask is needed: HF's padded computation adds a large negative number to
+// padded keys, whose softmax weight is exactly 0 in fp32, which is what leaving them out computes.
+#pragma once
+
+#include <cstdint>
+
+#include "core/rng.h"
+
+namespace cpuft {
+
+struct AttentionDims {
+  int64_t D;   // hidden size
+  int64_t H;   // heads
+  int64_t Dh;  // head dim = D / H
+};
+
+// Where each (sequence, head) block of attention probabilities lives in the probs buffer:
+// block (s, h) is T_s x T_s floats at prob_offsets[s] + h * T_s * T_s.
+void attention_prob_offsets(int64_t* prob_offsets, const int64_t* seq_offsets, int64_t B, int64_t H);
+
+// ctx(N, D) = softmax(Q K^T / sqrt(Dh)) [dropout] V per sequence and head. Writes probs (before
+// dropout; backward regenerates the mask). scratch: per OpenMP thread, 2 * T_max^2 floats.
+void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t* seq_offsets,
+                       const int64_t* prob_offsets, int64_t B, const AttentionDims& dims,
+                       float dropout_p, RngKey key, float* scratch, int64_t scratch_per_thread);
+
+// d_qkv(N, 3D) overwritten from d_ctx(N, D).
+void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, const float* probs,
+                        const int64_t* seq_offsets, const int64_t* prob_offsets, int64_t B,
+                        const AttentionDims& dims, float dropout_p, RngKey key, float* scratch,
+                        int64_t scratch_per_thread);
+
+}  // namespace cpuft

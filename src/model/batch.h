@@ -1,0 +1,44 @@
+// Batch: a list of sequences of different lengths, packed end to end (no padding).
+//
+// The dense layers run on all N real tokens at once; attention runs per sequence. A padded batch is
+// the special case where every sequence has the same length.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace cpuft {
+
+struct Batch {
+  std::vector<int32_t> input_ids;       // (N) all sequences concatenated
+  std::vector<int32_t> token_type_ids;  // (N)
+  std::vector<int32_t> position_ids;    // (N) 0..T_s-1 within each sequence
+  std::vector<int64_t> seq_offsets{0};  // (B+1) sequence s is tokens [seq_offsets[s], seq_offsets[s+1])
+  std::vector<int32_t> labels;          // (B) class ids (classification)
+  std::vector<float> targets;           // (B) scores (regression)
+
+  int64_t num_tokens() const { return static_cast<int64_t>(input_ids.size()); }
+  int64_t num_sequences() const { return static_cast<int64_t>(seq_offsets.size()) - 1; }
+  int64_t length(int64_t s) const { return seq_offsets[s + 1] - seq_offsets[s]; }
+
+  // Keeps the capacity, so a batch reused step after step allocates nothing once warm.
+  void clear() {
+    input_ids.clear();
+    token_type_ids.clear();
+    position_ids.clear();
+    seq_offsets.assign(1, 0);
+    labels.clear();
+    targets.clear();
+  }
+  void add_sequence(std::span<const int32_t> ids, std::span<const int32_t> types) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      input_ids.push_back(ids[i]);
+      token_type_ids.push_back(types[i]);
+      position_ids.push_back(static_cast<int32_t>(i));
+    }
+    seq_offsets.push_back(num_tokens());
+  }
+};
+
+}  // namespace cpuft

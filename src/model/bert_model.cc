@@ -1,0 +1,286 @@
+#include "model/bert_model.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "kernels/kernels.h"
+#include "model/encoder_layer.h"
+
+namespace cpuft {
+
+namespace {
+
+// Dropout stream "layer" numbers for the parts outside the encoder layers.
+constexpr uint32_t kEmbeddingsDropoutLayer = 0xFE;
+constexpr uint32_t kClassifierDropoutLayer = 0xFF;
+
+// Hands out consecutive 64-byte aligned slices of one big buffer.
+class ArenaCarver {
+ public:
+  explicit ArenaCarver(float* base) : base_(base) {}
+  float* take(int64_t floats) {
+    float* p = base_ == nullptr ? nullptr : base_ + used_;
+    used_ += (floats + 15) / 16 * 16;
+    return p;
+  }
+  int64_t used() const { return used_; }
+
+ private:
+  float* base_;
+  int64_t used_ = 0;
+};
+
+}  // namespace
+
+struct BertModel::State {
+  State(const BertConfig& c, const ModelLimits& limits)
+      : plans{LinearPlans(limits.max_tokens, c.hidden_size, 3 * c.hidden_size),
+              LinearPlans(limits.max_tokens, c.hidden_size, c.hidden_size),
+              LinearPlans(limits.max_tokens, c.hidden_size, c.intermediate_size),
+              LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size)},
+        pooler(limits.max_sequences, c.hidden_size, c.hidden_size),
+        classifier(limits.max_sequences, c.hidden_size, c.num_labels) {}
+
+  EncoderPlans plans;
+  LinearPlans pooler, classifier;
+
+  AlignedBuffer<float> arena;
+  // Embeddings
+  float* emb_sum;   // (N, D) word + position + type
+  float* emb_mean;  // (N)
+  float* emb_rstd;  // (N)
+  float* emb_ln;    // (N, D) LayerNorm output before dropout
+  float* h0;        // (N, D) encoder input
+  std::vector<LayerActivations> layers;
+  // Head
+  float* pooled_in;    // (B, D) [CLS] rows of the last layer
+  float* pooled;       // (B, D) tanh(dense)
+  float* pooled_drop;  // (B, D)
+  float* logits;       // (B, K)
+  float* d_logits;     // (B, K)
+  float* d_pooled;     // (B, D)
+  float* d_pooled_in;  // (B, D)
+  float* d_hidden[2];  // 2 x (N, D), ping-pong between layers
+  EncoderScratch scratch;
+
+  std::vector<int64_t> prob_offsets;
+  const Batch* batch = nullptr;  // of the last forward
+  StepContext context;
+  bool has_loss = false;
+  float loss_scale = 1;
+
+  // Carves all buffers from the arena; with base == nullptr only counts floats.
+  int64_t carve(const BertConfig& c, const ModelLimits& limits, float* base) {
+    const int64_t N = limits.max_tokens, B = limits.max_sequences, T = limits.max_seq_len;
+    const int64_t D = c.hidden_size, F = c.intermediate_size, H = c.num_attention_heads;
+    const int64_t K = c.num_labels;
+    // sum_s T_s^2 <= T * sum_s T_s = T * N: bounds the attention probabilities of any batch.
+    const int64_t probs = H * T * N;
+    ArenaCarver a(base);
+    emb_sum = a.take(N * D);
+    emb_mean = a.take(N);
+    emb_rstd = a.take(N);
+    emb_ln = a.take(N * D);
+    h0 = a.take(N * D);
+    layers.resize(static_cast<size_t>(c.num_hidden_layers));
+    for (LayerActivations& l : layers) {
+      l.qkv = a.take(N * 3 * D);
+      l.probs = a.take(probs);
+      l.ctx = a.take(N * D);
+      l.s1 = a.take(N * D);
+      l.ln1_mean = a.take(N);
+      l.ln1_rstd = a.take(N);
+      l.h1 = a.take(N * D);
+      l.ffn_pre = a.take(N * F);
+      l.ffn_act = a.take(N * F);
+      l.s2 = a.take(N * D);
+      l.ln2_mean = a.take(N);
+      l.ln2_rstd = a.take(N);
+      l.out = a.take(N * D);
+    }
+    pooled_in = a.take(B * D);
+    pooled = a.take(B * D);
+    pooled_drop = a.take(B * D);
+    logits = a.take(B * K);
+    d_logits = a.take(B * K);
+    d_pooled = a.take(B * D);
+    d_pooled_in = a.take(B * D);
+    d_hidden[0] = a.take(N * D);
+    d_hidden[1] = a.take(N * D);
+    for (float*& p : scratch.nd) p = a.take(N * D);
+    scratch.nf = a.take(N * F);
+    scratch.n3d = a.take(N * 3 * D);
+    scratch.attention_per_thread = (2 * T * T + 15) / 16 * 16;
+    scratch.attention = a.take(scratch.attention_per_thread * omp_get_max_threads());
+    return a.used();
+  }
+};
+
+BertModel::BertModel(const BertConfig& config, const ModelLimits& limits)
+    : config_(config), limits_(limits) {
+  CPUFT_REQUIRE(limits.max_tokens > 0 && limits.max_sequences > 0 && limits.max_seq_len > 0,
+                "model limits must be positive");
+  CPUFT_REQUIRE(limits.max_seq_len <= config.max_position_embeddings, "max sequence length ",
+                limits.max_seq_len, " exceeds the model's max_position_embeddings ",
+                config.max_position_embeddings);
+  state_ = std::make_unique<State>(config, limits);
+  const int64_t floats = state_->carve(config, limits, nullptr);
+  state_->arena = AlignedBuffer<float>(static_cast<size_t>(floats));
+  state_->carve(config, limits, state_->arena.data());
+  state_->prob_offsets.resize(static_cast<size_t>(limits.max_sequences + 1));
+}
+
+BertModel::~BertModel() = default;
+
+const float* BertModel::logits() const { return state_->logits; }
+
+namespace {
+
+RngKey dropout_key(const StepContext& ctx, uint32_t layer, uint32_t site) {
+  return RngKey{ctx.seed, dropout_stream(ctx.step, ctx.rank, layer, site)};
+}
+
+EncoderDims encoder_dims(const BertConfig& c, bool training) {
+  return EncoderDims{
+      AttentionDims{c.hidden_size, c.num_attention_heads, c.head_dim()},
+      c.intermediate_size,
+      static_cast<float>(c.layer_norm_eps),
+      training ? static_cast<float>(c.hidden_dropout_prob) : 0.0f,
+      training ? static_cast<float>(c.attention_probs_dropout_prob) : 0.0f,
+  };
+}
+
+}  // namespace
+
+float BertModel::forward(const BertParams& p, const Batch& batch, const StepContext& context,
+                         bool with_loss, float loss_scale) {
+  State& s = *state_;
+  const KernelTable& k = kernels();
+  const BertConfig& c = config_;
+  const int64_t N = batch.num_tokens(), B = batch.num_sequences();
+  const int64_t D = c.hidden_size, K = c.num_labels;
+  CPUFT_REQUIRE(N <= limits_.max_tokens && B <= limits_.max_sequences && B > 0,
+                "batch of ", B, " sequences / ", N, " tokens exceeds the model limits (",
+                limits_.max_sequences, " / ", limits_.max_tokens, ")");
+  for (int64_t i = 0; i < B; ++i)
+    CPUFT_REQUIRE(batch.length(i) >= 1 && batch.length(i) <= limits_.max_seq_len, "sequence ", i,
+                  " has length ", batch.length(i), "; allowed 1..", limits_.max_seq_len);
+  for (int64_t i = 0; i < N; ++i) {
+    CPUFT_REQUIRE(batch.input_ids[i] >= 0 && batch.input_ids[i] < c.vocab_size, "token id ",
+                  batch.input_ids[i], " is outside the vocabulary (", c.vocab_size, ")");
+    CPUFT_REQUIRE(batch.token_type_ids[i] >= 0 && batch.token_type_ids[i] < c.type_vocab_size,
+                  "token type id ", batch.token_type_ids[i], " is outside [0, ",
+                  c.type_vocab_size, ")");
+  }
+  s.batch = &batch;
+  s.context = context;
+  s.has_loss = with_loss;
+  s.loss_scale = loss_scale;
+  attention_prob_offsets(s.prob_offsets.data(), batch.seq_offsets.data(), B,
+                         c.num_attention_heads);
+  const EncoderDims dims = encoder_dims(c, context.training);
+  const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data()};
+
+  // Embeddings: h0 = dropout(LayerNorm(word + position + type))
+  k.embeddings_forward(s.emb_sum, p.word_emb, p.pos_emb, p.type_emb, batch.input_ids.data(),
+                       batch.position_ids.data(), batch.token_type_ids.data(), N, D);
+  k.layer_norm_forward(s.emb_ln, s.emb_mean, s.emb_rstd, s.emb_sum, p.emb_ln_w, p.emb_ln_b,
+                       dims.layer_norm_eps, N, D);
+  k.dropout_forward(s.h0, s.emb_ln, dims.hidden_dropout,
+                    dropout_key(context, kEmbeddingsDropoutLayer, 0), N * D);
+
+  // Encoder layers
+  const float* x = s.h0;
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    const uint32_t layer = static_cast<uint32_t>(l);
+    const RngKey keys[3] = {dropout_key(context, layer, kAttentionProbs),
+                            dropout_key(context, layer, kAttentionOutput),
+                            dropout_key(context, layer, kFfnOutput)};
+    encoder_layer_forward(s.layers[l], x, p.layers[l], s.plans, packed, dims, keys, s.scratch);
+    x = s.layers[l].out;
+  }
+
+  // Head: pooled = tanh([CLS] Wp^T + bp); logits = dropout(pooled) Wc^T + bc
+  for (int64_t i = 0; i < B; ++i)
+    std::copy_n(x + batch.seq_offsets[i] * D, D, s.pooled_in + i * D);
+  s.pooler.forward(s.pooled, s.pooled_in, p.pooler_w, p.pooler_b, B);
+  k.tanh_forward(s.pooled, s.pooled, B * D);
+  const float classifier_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
+  k.dropout_forward(s.pooled_drop, s.pooled, classifier_dropout,
+                    dropout_key(context, kClassifierDropoutLayer, 0), B * D);
+  s.classifier.forward(s.logits, s.pooled_drop, p.cls_w, p.cls_b, B);
+
+  if (!with_loss) return 0.0f;
+  if (c.is_regression()) {
+    CPUFT_REQUIRE(static_cast<int64_t>(batch.targets.size()) == B, "regression batch needs ", B,
+                  " targets, got ", batch.targets.size());
+    return k.mse_forward_backward(s.d_logits, s.logits, batch.targets.data(), loss_scale, B);
+  }
+  CPUFT_REQUIRE(static_cast<int64_t>(batch.labels.size()) == B, "classification batch needs ", B,
+                " labels, got ", batch.labels.size());
+  return k.cross_entropy_forward_backward(s.d_logits, s.logits, batch.labels.data(), loss_scale,
+                                          B, K);
+}
+
+void BertModel::backward(const BertParams& p, const BertParams& g, GradListener* listener) {
+  State& s = *state_;
+  CPUFT_CHECK(s.batch != nullptr && s.has_loss, "backward needs a forward with loss first");
+  const KernelTable& k = kernels();
+  const BertConfig& c = config_;
+  const Batch& batch = *s.batch;
+  const StepContext& context = s.context;
+  const int64_t N = batch.num_tokens(), B = batch.num_sequences();
+  const int64_t D = c.hidden_size;
+  const EncoderDims dims = encoder_dims(c, context.training);
+  const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data()};
+  auto ready = [&](int layer) {
+    if (listener != nullptr) listener->on_layer_grads_ready(layer);
+  };
+
+  // undo: logits = pooled_drop Wc^T + bc    (d_logits came from the loss in forward)
+  s.classifier.backward_weights(g.cls_w, s.d_logits, s.pooled_drop, B);
+  k.bias_backward(g.cls_b, s.d_logits, B, c.num_labels);
+  s.classifier.backward_data(s.d_pooled, s.d_logits, p.cls_w, B);
+  ready(classifier_layer(c));
+  // undo: pooled_drop = dropout(pooled); pooled = tanh(pooled_in Wp^T + bp)
+  const float classifier_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
+  k.dropout_backward(s.d_pooled, s.d_pooled, classifier_dropout,
+                     dropout_key(context, kClassifierDropoutLayer, 0), B * D);
+  k.tanh_backward(s.d_pooled, s.d_pooled, s.pooled, B * D);
+  s.pooler.backward_weights(g.pooler_w, s.d_pooled, s.pooled_in, B);
+  k.bias_backward(g.pooler_b, s.d_pooled, B, D);
+  s.pooler.backward_data(s.d_pooled_in, s.d_pooled, p.pooler_w, B);
+  ready(pooler_layer(c));
+  // undo: pooled_in = [CLS] rows of the last layer's output
+  float* d_out = s.d_hidden[0];
+  std::fill_n(d_out, N * D, 0.0f);
+  for (int64_t i = 0; i < B; ++i)
+    std::copy_n(s.d_pooled_in + i * D, D, d_out + batch.seq_offsets[i] * D);
+
+  for (int l = static_cast<int>(s.layers.size()) - 1; l >= 0; --l) {
+    const uint32_t layer = static_cast<uint32_t>(l);
+    const RngKey keys[3] = {dropout_key(context, layer, kAttentionProbs),
+                            dropout_key(context, layer, kAttentionOutput),
+                            dropout_key(context, layer, kFfnOutput)};
+    const float* x = l == 0 ? s.h0 : s.layers[l - 1].out;
+    float* d_x = s.d_hidden[(s.layers.size() - l) % 2];
+    encoder_layer_backward(d_x, d_out, x, s.layers[l], p.layers[l], g.layers[l], s.plans, packed,
+                           dims, keys, s.scratch);
+    ready(l);
+    d_out = d_x;
+  }
+
+  // undo: h0 = dropout(LayerNorm(emb_sum)); emb_sum = word + position + type
+  float* d_emb = s.scratch.nd[0];
+  k.dropout_backward(d_out, d_out, dims.hidden_dropout,
+                     dropout_key(context, kEmbeddingsDropoutLayer, 0), N * D);
+  k.layer_norm_backward(d_emb, g.emb_ln_w, g.emb_ln_b, d_out, s.emb_sum, s.emb_mean, s.emb_rstd,
+                        p.emb_ln_w, N, D);
+  k.embeddings_backward(g.word_emb, g.pos_emb, g.type_emb, d_emb, batch.input_ids.data(),
+                        batch.position_ids.data(), batch.token_type_ids.data(), N, D);
+  ready(kEmbeddingsLayer);
+}
+
+}  // namespace cpuft

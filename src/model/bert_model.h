@@ -1,0 +1,68 @@
+// BertModel: forward and backward of BertForSequenceClassification on packed batches.
+//
+// The model owns its activations and scratch, sized once for the largest batch it will see
+// (ModelLimits), and its matmul plans; forward/backward allocate nothing. Parameters and gradients
+// are not owned: they are BertParams views handed in by the caller (the trainer owns the flat
+// buffers, the optimizer and the communication).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/buffer.h"
+#include "gemm/matmul_plan.h"
+#include "model/batch.h"
+#include "model/bert_config.h"
+#include "model/bert_params.h"
+
+namespace cpuft {
+
+struct ModelLimits {
+  int64_t max_tokens = 0;     // N, real tokens in one batch
+  int64_t max_sequences = 0;  // B
+  int64_t max_seq_len = 0;    // T, longest sequence (<= max_position_embeddings)
+};
+
+// What makes one step's dropout masks unique and reproducible.
+struct StepContext {
+  uint64_t seed = 42;
+  uint64_t step = 0;
+  uint32_t rank = 0;
+  bool training = true;  // false: dropout off (evaluation)
+};
+
+// Told when all parameter gradients of one layer are final during backward, in backward order:
+// classifier, pooler, layer L-1 ... 0, embeddings (ParamSpec::layer numbering). The gradient
+// reducer listens here to start communication while the backward pass continues.
+class GradListener {
+ public:
+  virtual ~GradListener() = default;
+  virtual void on_layer_grads_ready(int layer) = 0;
+};
+
+class BertModel {
+ public:
+  BertModel(const BertConfig& config, const ModelLimits& limits);
+  ~BertModel();
+
+  // Runs the forward pass; returns the mean loss over the batch when `with_loss` (labels/targets
+  // must be set), else 0. Logits stay available through logits() until the next forward.
+  float forward(const BertParams& params, const Batch& batch, const StepContext& context,
+                bool with_loss = true, float loss_scale = 1.0f);
+  // Backward of the last forward (which must have had with_loss). Parameter gradients ACCUMULATE
+  // into `grads`.
+  void backward(const BertParams& params, const BertParams& grads, GradListener* listener = nullptr);
+
+  const float* logits() const;  // (B, K) of the last forward
+  const BertConfig& config() const { return config_; }
+  const ModelLimits& limits() const { return limits_; }
+
+ private:
+  struct State;
+  BertConfig config_;
+  ModelLimits limits_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace cpuft

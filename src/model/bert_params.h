@@ -1,0 +1,44 @@
+// BertParams: named views into a flat buffer laid out by ParamLayout.
+//
+// The same struct is bound once to the weights and once to the gradients, so forward and backward
+// code reads `p.layers[l].ffn_in_w` and `g.layers[l].ffn_in_w` side by side.
+#pragma once
+
+#include <vector>
+
+#include "model/param_layout.h"
+
+namespace cpuft {
+
+struct LayerParams {
+  float* qkv_w;       // (3D, D) query, key, value weights stacked
+  float* qkv_b;       // (3D)
+  float* attn_out_w;  // (D, D)
+  float* attn_out_b;  // (D)
+  float* attn_ln_w;   // (D)
+  float* attn_ln_b;   // (D)
+  float* ffn_in_w;    // (F, D)
+  float* ffn_in_b;    // (F)
+  float* ffn_out_w;   // (D, F)
+  float* ffn_out_b;   // (D)
+  float* ffn_ln_w;    // (D)
+  float* ffn_ln_b;    // (D)
+};
+
+struct BertParams {
+  float* word_emb;  // (V, D)
+  float* pos_emb;   // (P, D)
+  float* type_emb;  // (2, D)
+  float* emb_ln_w;  // (D)
+  float* emb_ln_b;  // (D)
+  std::vector<LayerParams> layers;
+  float* pooler_w;  // (D, D)
+  float* pooler_b;  // (D)
+  float* cls_w;     // (K, D)
+  float* cls_b;     // (K)
+};
+
+// Binds views to `base`, a buffer of layout.total_floats() floats.
+BertParams bind_params(const ParamLayout& layout, const BertConfig& config, float* base);
+
+}  // namespace cpuft

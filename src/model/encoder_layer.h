@@ -1,0 +1,86 @@
+// One BERT encoder layer (self-attention + feed-forward, post-LayerNorm), forward and backward.
+//
+//   qkv   = x Wqkv^T + bqkv                      (N, 3D)
+//   ctx   = attention(qkv)                        (N, D)
+//   s1    = dropout(ctx Wo^T + bo) + x            (N, D)
+//   h1    = LayerNorm(s1)                         (N, D)
+//   pre   = h1 W1^T + b1                          (N, F)
+//   act   = gelu(pre)                             (N, F)
+//   s2    = dropout(act W2^T + b2) + h1           (N, D)
+//   out   = LayerNorm(s2)                         (N, D)
+#pragma once
+
+#include <cstdint>
+
+#include "core/rng.h"
+#include "gemm/matmul_plan.h"
+#include "model/attention.h"
+#include "model/bert_params.h"
+
+namespace cpuft {
+
+// What the forward pass keeps for the backward pass of one layer (views into the model's arena).
+struct LayerActivations {
+  float* qkv;       // (N, 3D)
+  float* probs;     // attention probabilities, see attention_prob_offsets
+  float* ctx;       // (N, D)
+  float* s1;        // (N, D) input of LayerNorm 1
+  float* ln1_mean;  // (N)
+  float* ln1_rstd;  // (N)
+  float* h1;        // (N, D)
+  float* ffn_pre;   // (N, F)
+  float* ffn_act;   // (N, F)
+  float* s2;        // (N, D) input of LayerNorm 2
+  float* ln2_mean;  // (N)
+  float* ln2_rstd;  // (N)
+  float* out;       // (N, D) the layer's output, next layer's input
+};
+
+// Buffers shared by all layers, overwritten by each.
+struct EncoderScratch {
+  float* nd[3];            // 3 x (N, D)
+  float* nf;               // (N, F)
+  float* n3d;              // (N, 3D)
+  float* attention;        // per thread attention scratch
+  int64_t attention_per_thread;
+};
+
+// The matmul plans of the four linear kinds, shared by all layers.
+struct EncoderPlans {
+  LinearPlans qkv, attn_out, ffn_in, ffn_out;
+};
+
+// The packed batch geometry one layer needs.
+struct PackedBatch {
+  int64_t N, B;
+  const int64_t* seq_offsets;   // (B+1)
+  const int64_t* prob_offsets;  // (B+1)
+};
+
+struct EncoderDims {
+  AttentionDims attention;
+  int64_t F;
+  float layer_norm_eps;
+  float hidden_dropout;     // 0 when not training
+  float attention_dropout;  // 0 when not training
+};
+
+// Dropout sites of a layer, for RngKey streams.
+enum DropoutSite : uint32_t { kAttentionProbs = 0, kAttentionOutput = 1, kFfnOutput = 2 };
+
+void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParams& p,
+                           const EncoderPlans& plans, const PackedBatch& batch,
+                           const EncoderDims& dims, const RngKey keys[3],
+                           const EncoderScratch& scratch);
+
+// d_x (N, D) overwritten from d_out (N, D); parameter gradients g accumulate. x is the forward input.
+void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
+                            const LayerActivations& a, const LayerParams& p, const LayerParams& g,
+                            const EncoderPlans& plans, const PackedBatch& batch,
+                            const EncoderDims& dims, const RngKey keys[3],
+                            const EncoderScratch& scratch);
+
+// y += x over n elements (the residual branch's gradient).
+void add_into(float* y, const float* x, int64_t n);
+
+}  // namespace cpuft

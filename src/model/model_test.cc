@@ -1,0 +1,149 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/check.h"
+#include "model/bert_config.h"
+#include "model/bert_params.h"
+#include "model/param_layout.h"
+
+namespace cpuft {
+namespace {
+
+const char* kTinyConfig = R"({
+  "model_type": "bert", "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "intermediate_size": 37, "max_position_embeddings": 64,
+  "hidden_act": "gelu", "layer_norm_eps": 1e-12, "num_labels": 3,
+  "architectures": ["BertForSequenceClassification"], "transformers_version": "4.8.2"
+})";
+
+std::string expect_error(const std::string& json) {
+  try {
+    parse_bert_config(json, "cfg.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for " << json;
+  return "";
+}
+
+TEST(BertConfig, ParsesFieldsAndDefaults) {
+  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+  EXPECT_EQ(c.vocab_size, 99);
+  EXPECT_EQ(c.hidden_size, 32);
+  EXPECT_EQ(c.head_dim(), 8);
+  EXPECT_EQ(c.intermediate_size, 37);
+  EXPECT_EQ(c.type_vocab_size, 2);
+  EXPECT_DOUBLE_EQ(c.hidden_dropout_prob, 0.1);
+  EXPECT_EQ(c.num_labels, 3);
+  EXPECT_EQ(c.id2label[2], "LABEL_2");
+  EXPECT_FLOAT_EQ(c.effective_classifier_dropout(), 0.1f);
+}
+
+TEST(BertConfig, NumLabelsFromId2Label) {
+  const BertConfig c = parse_bert_config(
+      R"({"vocab_size": 9, "hidden_size": 4, "num_hidden_layers": 1, "num_attention_heads": 2,
+          "intermediate_size": 8, "max_position_embeddings": 8, "classifier_dropout": 0.3,
+          "id2label": {"0": "not_equivalent", "1": "equivalent"}})",
+      "cfg.json");
+  EXPECT_EQ(c.num_labels, 2);
+  EXPECT_EQ(c.id2label[1], "equivalent");
+  EXPECT_FLOAT_EQ(c.effective_classifier_dropout(), 0.3f);
+}
+
+TEST(BertConfig, ErrorsNameTheField) {
+  EXPECT_NE(expect_error("{").find("cfg.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(expect_error("[1]").find("must be a JSON object"), std::string::npos);
+  EXPECT_EQ(expect_error(R"({"vocab_size": 9})"), "cfg.json: missing field 'hidden_size'");
+  EXPECT_NE(expect_error(R"({"vocab_size": "9"})").find("field 'vocab_size' must be an integer"),
+            std::string::npos);
+  std::string wrong_act = kTinyConfig;
+  wrong_act.replace(wrong_act.find("\"gelu\""), 6, "\"relu\"");
+  EXPECT_NE(expect_error(wrong_act).find("field 'hidden_act'"), std::string::npos);
+  std::string bad_heads = kTinyConfig;
+  bad_heads.replace(bad_heads.find("\"num_attention_heads\": 4"), 24, "\"num_attention_heads\": 5");
+  EXPECT_NE(expect_error(bad_heads).find("not a multiple"), std::string::npos);
+  std::string bad_dropout = kTinyConfig;
+  bad_dropout.replace(bad_dropout.find("\"num_labels\""), 12, "\"hidden_dropout_prob\": 1.5, \"num_labels\"");
+  EXPECT_NE(expect_error(bad_dropout).find("hidden_dropout_prob"), std::string::npos);
+}
+
+TEST(ParamLayout, TableIsCompleteOrderedAndNonOverlapping) {
+  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+  const ParamLayout layout(c);
+  // 5 embeddings + 16 per layer + 2 pooler + 2 classifier, as in HF's named_parameters().
+  EXPECT_EQ(layout.specs().size(), 5u + 16u * 2u + 4u);
+  int64_t end = 0, total = 0;
+  std::set<std::string> names;
+  for (const ParamSpec& spec : layout.specs()) {
+    EXPECT_GE(spec.offset, end) << spec.name;
+    end = spec.offset + spec.numel;
+    total += spec.numel;
+    EXPECT_TRUE(names.insert(spec.name).second) << spec.name;
+  }
+  EXPECT_LE(end, layout.total_floats());
+  EXPECT_LT(layout.total_floats() - total, 16 * 40);  // alignment padding only
+  EXPECT_EQ(layout.at("classifier.weight").shape, (std::vector<int64_t>{3, 32}));
+  EXPECT_EQ(layout.at("bert.encoder.layer.1.intermediate.dense.weight").shape,
+            (std::vector<int64_t>{37, 32}));
+  EXPECT_EQ(layout.at("bert.encoder.layer.1.output.dense.weight").layer, 1);
+  EXPECT_EQ(layout.at("bert.pooler.dense.weight").layer, 2);
+  EXPECT_EQ(layout.at("classifier.bias").layer, 3);
+}
+
+TEST(ParamLayout, DecayMaskFollowsHfTrainer) {
+  const ParamLayout layout(parse_bert_config(kTinyConfig, "cfg.json"));
+  EXPECT_TRUE(layout.at("bert.embeddings.word_embeddings.weight").decays);
+  EXPECT_TRUE(layout.at("bert.encoder.layer.0.attention.self.key.weight").decays);
+  EXPECT_TRUE(layout.at("classifier.weight").decays);
+  EXPECT_FALSE(layout.at("bert.encoder.layer.0.attention.self.key.bias").decays);
+  EXPECT_FALSE(layout.at("bert.embeddings.LayerNorm.weight").decays);
+  EXPECT_FALSE(layout.at("bert.encoder.layer.1.output.LayerNorm.weight").decays);
+}
+
+TEST(ParamLayout, QkvIsOnePackedMatrix) {
+  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+  const ParamLayout layout(c);
+  const int64_t D = c.hidden_size;
+  const auto& q = layout.at("bert.encoder.layer.1.attention.self.query.weight");
+  EXPECT_EQ(layout.at("bert.encoder.layer.1.attention.self.key.weight").offset, q.offset + D * D);
+  EXPECT_EQ(layout.at("bert.encoder.layer.1.attention.self.value.weight").offset,
+            q.offset + 2 * D * D);
+  const auto& qb = layout.at("bert.encoder.layer.1.attention.self.query.bias");
+  EXPECT_EQ(layout.at("bert.encoder.layer.1.attention.self.value.bias").offset, qb.offset + 2 * D);
+  std::vector<float> buffer(static_cast<size_t>(layout.total_floats()));
+  const BertParams p = bind_params(layout, c, buffer.data());
+  EXPECT_EQ(p.layers[1].qkv_w, buffer.data() + q.offset);
+  EXPECT_EQ(p.cls_b, buffer.data() + layout.at("classifier.bias").offset);
+}
+
+TEST(ParamLayout, LayerRangesAreContiguousAndInBackwardOrder) {
+  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+  const ParamLayout layout(c);
+  auto [e0, e1] = layout.layer_range(kEmbeddingsLayer);
+  auto [a0, a1] = layout.layer_range(0);
+  auto [b0, b1] = layout.layer_range(1);
+  auto [c0, c1] = layout.layer_range(classifier_layer(c));
+  EXPECT_EQ(e0, 0);
+  EXPECT_LE(e1, a0);
+  EXPECT_LE(a1, b0);
+  EXPECT_LE(b1, c0);
+  EXPECT_LE(c1, layout.total_floats());
+}
+
+TEST(CanonicalName, AcceptsBothNamingSchemesAndOldLayerNorm) {
+  EXPECT_EQ(canonical_param_name("bert.embeddings.word_embeddings.weight"),
+            "bert.embeddings.word_embeddings.weight");
+  EXPECT_EQ(canonical_param_name("embeddings.word_embeddings.weight"),
+            "bert.embeddings.word_embeddings.weight");
+  EXPECT_EQ(canonical_param_name("encoder.layer.3.output.LayerNorm.gamma"),
+            "bert.encoder.layer.3.output.LayerNorm.weight");
+  EXPECT_EQ(canonical_param_name("bert.embeddings.LayerNorm.beta"),
+            "bert.embeddings.LayerNorm.bias");
+  EXPECT_EQ(canonical_param_name("classifier.bias"), "classifier.bias");
+  EXPECT_EQ(canonical_param_name("embeddings.position_ids"), "");
+  EXPECT_EQ(canonical_param_name("cls.predictions.bias"), "");
+}
+
+}  // namespace
+}  // namespace cpuft

@@ -1,0 +1,104 @@
+// The whole model against Hugging Face with the real all-MiniLM-L6-v2 weights (a bare BertModel
+// checkpoint from sentence-transformers) on the first 8 MRPC dev pairs (unequal lengths).
+// The fixture is compact (see tests/fixtures/README.md): logits, loss, every gradient's norm and
+// 32 fixed samples of it, and the same for parameters after 3 AdamW steps. The weights come from
+// scripts/fetch_minilm.sh (the directory in CPUFT_MINILM_DIR, or its default cache).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/buffer.h"
+#include "golden/golden_util.h"
+#include "io/bert_checkpoint.h"
+#include "model/bert_model.h"
+#include "optim/adamw.h"
+#include "optim/lr_schedule.h"
+
+namespace cpuft {
+namespace {
+
+using namespace golden;
+
+std::string minilm_dir() {
+  if (const char* dir = std::getenv("CPUFT_MINILM_DIR")) return dir;
+  const char* home = std::getenv("HOME");
+  return str(home ? home : "/root", "/.cache/cpuft/models/all-MiniLM-L6-v2");
+}
+
+// Index i of the 32 samples: round(i * (numel - 1) / 31), as tools/make_goldens.py takes them.
+std::vector<float> samples(const float* x, int64_t numel) {
+  std::vector<float> out(32);
+  for (int64_t i = 0; i < 32; ++i)
+    out[i] = x[static_cast<int64_t>(std::llround(static_cast<double>(i) * (numel - 1) / 31.0))];
+  return out;
+}
+
+// Our tensor x against HF's norm and samples: the norms agree within `tolerance` relative, and the
+// samples' difference is within `tolerance` of HF's whole-tensor norm (a necessary condition of a
+// relative L2 error below `tolerance`).
+void expect_close(const float* x, int64_t numel, float hf_norm, const std::vector<float>& hf_samples,
+                  double tolerance, const std::string& what) {
+  const double norm = l2(x, numel);
+  EXPECT_NEAR(norm, hf_norm, tolerance * hf_norm) << what;
+  const std::vector<float> ours = samples(x, numel);
+  double diff = 0;
+  for (size_t i = 0; i < 32; ++i) diff += std::pow(static_cast<double>(ours[i]) - hf_samples[i], 2);
+  EXPECT_LE(std::sqrt(diff), tolerance * hf_norm + 1e-30) << what;
+}
+
+TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
+  const std::string dir = minilm_dir();
+  ASSERT_TRUE(std::filesystem::exists(dir + "/model.safetensors"))
+      << "no all-MiniLM-L6-v2 weights in " << dir << ": run scripts/fetch_minilm.sh";
+  const SafetensorsFile fixture = SafetensorsFile::open(fixture_path("golden_minilm_mrpc.safetensors"));
+  const BertConfig config = parse_bert_config(fixture.metadata().at("config"), fixture.label());
+  const ParamLayout layout(config);
+  AlignedBuffer<float> params(static_cast<size_t>(layout.total_floats()));
+  AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
+  const LoadReport report = load_bert_weights(SafetensorsFile::open(dir + "/model.safetensors"),
+                                              layout, config, params.data());
+  // The checkpoint is a bare BertModel: only the classifier head is new; take HF's draw of it.
+  for (const std::string& name : report.initialised) {
+    ASSERT_NE(fixture.find("init." + name), nullptr) << name;
+    fixture.read_f32(*fixture.find("init." + name), params.data() + layout.at(name).offset);
+  }
+  const BertParams p = bind_params(layout, config, params.data());
+  const BertParams g = bind_params(layout, config, grads.data());
+  const Batch batch = batch_from_fixture(fixture, config);
+  BertModel model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), 128});
+
+  const float loss = model.forward(p, batch, StepContext{});
+  const std::vector<float> logits = fixture.read_f32("output.logits");
+  EXPECT_LE(relative_max(model.logits(), logits.data(), static_cast<int64_t>(logits.size())), 1e-5);
+  const float hf_loss = fixture.read_f32("output.loss")[0];
+  EXPECT_NEAR(loss, hf_loss, 1e-5 * std::abs(hf_loss));
+  model.backward(p, g);
+  for (const ParamSpec& spec : layout.specs())
+    expect_close(grads.data() + spec.offset, spec.numel,
+                 fixture.read_f32("grad_norm." + spec.name)[0],
+                 fixture.read_f32("grad_sample." + spec.name), 1e-4, "grad " + spec.name);
+
+  const nlohmann::json hyper = metadata_json(fixture, "hyper");
+  AdamW adamw(layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
+                                   hyper.at("weight_decay")});
+  const LrSchedule schedule{ScheduleKind::linear, hyper.at("lr"), hyper.at("warmup_steps"),
+                            hyper.at("total_steps")};
+  for (int step = 0; step < 3; ++step) {
+    grads.zero();
+    const float step_loss = model.forward(p, batch, StepContext{42, static_cast<uint64_t>(step)});
+    model.backward(p, g);
+    const double norm = clip_grad_norm(grads.data(), layout.total_floats(), hyper.at("max_grad_norm"));
+    adamw.step(params.data(), grads.data(), schedule.lr(step));
+    EXPECT_NEAR(step_loss, fixture.read_f32(str("loss.step", step))[0], 1e-5 * std::abs(step_loss));
+    const float hf_norm = fixture.read_f32(str("grad_norm.step", step))[0];
+    EXPECT_NEAR(norm, hf_norm, 1e-4 * hf_norm) << "step " << step;
+  }
+  for (const ParamSpec& spec : layout.specs())
+    expect_close(params.data() + spec.offset, spec.numel,
+                 fixture.read_f32("step3_norm." + spec.name)[0],
+                 fixture.read_f32("step3_sample." + spec.name), 1e-5, "step3 " + spec.name);
+}
+
+}  // namespace
+}  // namespace cpuft
