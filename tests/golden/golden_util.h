@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "io/safetensors.h"
 #include "model/batch.h"
 #include "model/bert_config.h"
@@ -18,7 +20,8 @@ namespace cpuft::golden {
 
 inline std::string fixture_path(const std::string& name) {
   const char* root = std::getenv("CPUFT_SOURCE_DIR");
-  return (std::filesystem::path(root ? root : ".") / "tests" / "fixtures" / name).string();
+  return (std::filesystem::path(root ? root : CPUFT_DEFAULT_SOURCE_DIR) / "tests" / "fixtures" / name)
+      .string();
 }
 
 // Packs the fixture's padded batch (padding only at the end of each row) into a Batch.
@@ -84,5 +87,21 @@ inline nlohmann::json metadata_json(const SafetensorsFile& file, const std::stri
   CPUFT_REQUIRE(it != file.metadata().end(), file.label(), ": metadata lacks '", key, "'");
   return nlohmann::json::parse(it->second);
 }
+
+// Gradients whose exact value is 0 (every attention.self.key.bias: it adds q.b_k to all scores of a
+// query row, which softmax ignores). Any fp32 implementation returns rounding noise there.
+inline std::vector<std::string> zero_true_grad(const SafetensorsFile& file) {
+  return metadata_json(file, "zero_true_grad").get<std::vector<std::string>>();
+}
+inline bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A gradient tensor matches when its error is within 1e-4 of its own norm, plus a floor of 1e-6 of
+// the global gradient norm: without the floor a gradient that is zero in exact arithmetic (or
+// cancels to near zero) has no meaningful relative error. The floor is orders of magnitude below
+// any gradient that matters to the update.
+constexpr double kGradRelTolerance = 1e-4;
+constexpr double kGradFloorOfGlobalNorm = 1e-6;
 
 }  // namespace cpuft::golden

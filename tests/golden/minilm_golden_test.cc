@@ -26,25 +26,26 @@ std::string minilm_dir() {
   return str(home ? home : "/root", "/.cache/cpuft/models/all-MiniLM-L6-v2");
 }
 
-// Index i of the 32 samples: round(i * (numel - 1) / 31), as tools/make_goldens.py takes them.
+// Index i of the 32 samples: round(i * (numel - 1) / 31), as tools/make_goldens.py takes them
+// (31 is odd, so there are no ties and integer rounding is exact).
 std::vector<float> samples(const float* x, int64_t numel) {
   std::vector<float> out(32);
   for (int64_t i = 0; i < 32; ++i)
-    out[i] = x[static_cast<int64_t>(std::llround(static_cast<double>(i) * (numel - 1) / 31.0))];
+    out[i] = x[(i * (numel - 1) + 15) / 31];
   return out;
 }
 
-// Our tensor x against HF's norm and samples: the norms agree within `tolerance` relative, and the
-// samples' difference is within `tolerance` of HF's whole-tensor norm (a necessary condition of a
-// relative L2 error below `tolerance`).
+// Our tensor x against HF's norm and samples: the norms agree within `tolerance` relative plus
+// `floor`, and the samples' difference is within the same bound (a necessary condition of a
+// relative L2 error below `tolerance` of the whole tensor).
 void expect_close(const float* x, int64_t numel, float hf_norm, const std::vector<float>& hf_samples,
-                  double tolerance, const std::string& what) {
+                  double tolerance, double floor, const std::string& what) {
   const double norm = l2(x, numel);
-  EXPECT_NEAR(norm, hf_norm, tolerance * hf_norm) << what;
+  EXPECT_NEAR(norm, hf_norm, tolerance * hf_norm + floor) << what;
   const std::vector<float> ours = samples(x, numel);
   double diff = 0;
   for (size_t i = 0; i < 32; ++i) diff += std::pow(static_cast<double>(ours[i]) - hf_samples[i], 2);
-  EXPECT_LE(std::sqrt(diff), tolerance * hf_norm + 1e-30) << what;
+  EXPECT_LE(std::sqrt(diff), tolerance * hf_norm + floor) << what;
 }
 
 TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
@@ -74,10 +75,18 @@ TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
   const float hf_loss = fixture.read_f32("output.loss")[0];
   EXPECT_NEAR(loss, hf_loss, 1e-5 * std::abs(hf_loss));
   model.backward(p, g);
-  for (const ParamSpec& spec : layout.specs())
-    expect_close(grads.data() + spec.offset, spec.numel,
-                 fixture.read_f32("grad_norm." + spec.name)[0],
-                 fixture.read_f32("grad_sample." + spec.name), 1e-4, "grad " + spec.name);
+  const double global_norm = fixture.read_f32("grad_norm.step0")[0];
+  const std::vector<std::string> zero = zero_true_grad(fixture);
+  EXPECT_EQ(zero.size(), static_cast<size_t>(config.num_hidden_layers));
+  for (const ParamSpec& spec : layout.specs()) {
+    const float* ours = grads.data() + spec.offset;
+    expect_close(ours, spec.numel, fixture.read_f32("grad_norm." + spec.name)[0],
+                 fixture.read_f32("grad_sample." + spec.name), kGradRelTolerance,
+                 kGradFloorOfGlobalNorm * global_norm, "grad " + spec.name);
+    if (contains(zero, spec.name)) {
+      EXPECT_LE(l2(ours, spec.numel), kGradFloorOfGlobalNorm * global_norm) << spec.name;
+    }
+  }
 
   const nlohmann::json hyper = metadata_json(fixture, "hyper");
   AdamW adamw(layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
@@ -94,10 +103,44 @@ TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
     const float hf_norm = fixture.read_f32(str("grad_norm.step", step))[0];
     EXPECT_NEAR(norm, hf_norm, 1e-4 * hf_norm) << "step " << step;
   }
-  for (const ParamSpec& spec : layout.specs())
-    expect_close(params.data() + spec.offset, spec.numel,
-                 fixture.read_f32("step3_norm." + spec.name)[0],
-                 fixture.read_f32("step3_sample." + spec.name), 1e-5, "step3 " + spec.name);
+  double lr_sum = 0;
+  for (int step = 0; step < 3; ++step) lr_sum += schedule.lr(step);
+  for (const ParamSpec& spec : layout.specs()) {
+    const float* ours = params.data() + spec.offset;
+    if (contains(zero, spec.name)) {
+      // AdamW turns rounding noise into steps of up to ~lr (see tiny_golden_test.cc): our values
+      // and HF's both stay within the summed lr of init.
+      const std::vector<float> ours_s = samples(ours, spec.numel);
+      const std::vector<float> init_s = fixture.read_f32("init_sample." + spec.name);
+      const std::vector<float> hf_s = fixture.read_f32("step3_sample." + spec.name);
+      for (size_t i = 0; i < 32; ++i) {
+        EXPECT_LE(std::abs(ours_s[i] - init_s[i]), lr_sum) << spec.name;
+        EXPECT_LE(std::abs(hf_s[i] - init_s[i]), lr_sum) << spec.name;
+      }
+      continue;
+    }
+    // A gradient far below the global norm is a sum of nearly cancelling terms (classifier.bias
+    // here: balanced labels, near-zero logits): fp32 knows it only to `precision` relative, and
+    // AdamW divides it by its own RMS, so its update carries that relative error whatever the
+    // tensor's norm. Such tensors are compared on their update, at that precision.
+    const double grad_norm = fixture.read_f32("grad_norm." + spec.name)[0];
+    const double precision = kGradRelTolerance + kGradFloorOfGlobalNorm * global_norm / grad_norm;
+    if (precision > 1e-3) {
+      const std::vector<float> ours_s = samples(ours, spec.numel);
+      const std::vector<float> init_s = fixture.read_f32("init_sample." + spec.name);
+      const std::vector<float> hf_s = fixture.read_f32("step3_sample." + spec.name);
+      double diff = 0, update = 0;
+      for (size_t i = 0; i < 32; ++i) {
+        diff += std::pow(static_cast<double>(ours_s[i]) - hf_s[i], 2);
+        update += std::pow(static_cast<double>(hf_s[i]) - init_s[i], 2);
+      }
+      EXPECT_GT(update, 0.0) << spec.name;
+      EXPECT_LE(std::sqrt(diff), precision * std::sqrt(update)) << "step3 " << spec.name;
+      continue;
+    }
+    expect_close(ours, spec.numel, fixture.read_f32("step3_norm." + spec.name)[0],
+                 fixture.read_f32("step3_sample." + spec.name), 1e-5, 0.0, "step3 " + spec.name);
+  }
 }
 
 }  // namespace

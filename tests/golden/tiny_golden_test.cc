@@ -3,6 +3,8 @@
 // with weight decay, gradient clipping and a warmup schedule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/buffer.h"
 #include "golden/golden_util.h"
 #include "io/bert_checkpoint.h"
@@ -52,10 +54,21 @@ void check_forward_and_gradients(const std::string& fixture) {
   EXPECT_NEAR(loss, hf_loss, 1e-5 * std::abs(hf_loss));
 
   t.model.backward(t.p, t.g);
+  const double global_norm = t.file.read_f32("grad_norm.step0")[0];
+  const std::vector<std::string> zero = zero_true_grad(t.file);
+  EXPECT_EQ(zero.size(), static_cast<size_t>(t.config.num_hidden_layers));
   for (const ParamSpec& spec : t.layout.specs()) {
     const std::vector<float> hf_grad = t.file.read_f32("grad." + spec.name);
-    const double error = relative_l2(t.grads.data() + spec.offset, hf_grad.data(), spec.numel);
-    EXPECT_LE(error, 1e-4) << spec.name;
+    const float* ours = t.grads.data() + spec.offset;
+    const double error = relative_l2(ours, hf_grad.data(), spec.numel) *
+                         l2(hf_grad.data(), spec.numel);
+    EXPECT_LE(error, kGradRelTolerance * l2(hf_grad.data(), spec.numel) +
+                         kGradFloorOfGlobalNorm * global_norm)
+        << spec.name;
+    // Where the exact gradient is zero, ours must be rounding noise too.
+    if (contains(zero, spec.name)) {
+      EXPECT_LE(l2(ours, spec.numel), kGradFloorOfGlobalNorm * global_norm) << spec.name;
+    }
   }
 }
 
@@ -81,11 +94,23 @@ void check_three_adamw_steps(const std::string& fixture) {
     clipped = clipped || norm > max_grad_norm;
   }
   EXPECT_TRUE(clipped) << "the fixture should exercise gradient clipping";
+  double lr_sum = 0;
+  for (int step = 0; step < 3; ++step) lr_sum += schedule.lr(step);
+  const std::vector<std::string> zero = zero_true_grad(t.file);
   for (const ParamSpec& spec : t.layout.specs()) {
     const std::vector<float> hf = t.file.read_f32("step3." + spec.name);
     const std::vector<float> init = t.file.read_f32("init." + spec.name);
-    EXPECT_LE(relative_l2(t.params.data() + spec.offset, hf.data(), spec.numel), 1e-5)
-        << spec.name;
+    const float* ours = t.params.data() + spec.offset;
+    if (contains(zero, spec.name)) {
+      // AdamW divides the gradient by its own RMS, so rounding noise becomes steps of up to ~lr
+      // whose signs differ between implementations: both stay within the summed lr of init.
+      for (int64_t i = 0; i < spec.numel; ++i) {
+        EXPECT_LE(std::abs(ours[i] - init[i]), lr_sum) << spec.name << "[" << i << "]";
+        EXPECT_LE(std::abs(hf[i] - init[i]), lr_sum) << spec.name << "[" << i << "]";
+      }
+      continue;
+    }
+    EXPECT_LE(relative_l2(ours, hf.data(), spec.numel), 1e-5) << spec.name;
     // The steps must have moved every tensor, or the comparison above proves nothing.
     EXPECT_GT(relative_l2(init.data(), hf.data(), spec.numel), 1e-4) << spec.name;
   }

@@ -1,0 +1,92 @@
+#include "io/bert_checkpoint.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/check.h"
+#include "core/rng.h"
+
+namespace cpuft {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += str(i ? ", " : "", shape[i]);
+  return text + "]";
+}
+
+bool is_float(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F64;
+}
+
+// FNV-1a: a stable per-name stream id (std::hash may differ between standard libraries).
+uint64_t stable_hash(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : text) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+// The heads that BertForSequenceClassification creates when a checkpoint lacks them.
+bool initialised_when_missing(const std::string& name) {
+  return name.starts_with("classifier.") || name.starts_with("bert.pooler.");
+}
+
+}  // namespace
+
+LoadReport load_bert_weights(const SafetensorsFile& file, const ParamLayout& layout,
+                             const BertConfig& config, float* params, const LoadOptions& options) {
+  LoadReport report;
+  std::map<std::string, std::string> source_of;  // layout name -> file name
+  for (const TensorInfo& tensor : file.tensors()) {
+    if (!tensor.name.starts_with(options.name_prefix)) continue;
+    const std::string stripped = tensor.name.substr(options.name_prefix.size());
+    const std::string name = canonical_param_name(stripped);
+    if (name.empty()) {
+      report.ignored.push_back(tensor.name);
+      continue;
+    }
+    const ParamSpec* spec = layout.find(name);
+    CPUFT_REQUIRE(spec != nullptr, file.label(), ": tensor '", tensor.name,
+                  "' has no place in a model with this config (", config.num_hidden_layers,
+                  " layers, ", config.num_labels, " labels)");
+    auto [it, inserted] = source_of.emplace(name, tensor.name);
+    CPUFT_REQUIRE(inserted, file.label(), ": tensors '", it->second, "' and '", tensor.name,
+                  "' both name parameter '", name, "'");
+    CPUFT_REQUIRE(tensor.shape == spec->shape, file.label(), ": tensor '", tensor.name,
+                  "' has shape ", shape_text(tensor.shape), ", the config needs ",
+                  shape_text(spec->shape));
+    CPUFT_REQUIRE(is_float(tensor.dtype), file.label(), ": tensor '", tensor.name, "' has dtype ",
+                  dtype_name(tensor.dtype), "; expected F32, F16, BF16 or F64");
+    file.read_f32(tensor, params + spec->offset);
+  }
+
+  for (const ParamSpec& spec : layout.specs()) {
+    if (source_of.contains(spec.name)) continue;
+    CPUFT_REQUIRE(initialised_when_missing(spec.name), file.label(), ": missing tensor '",
+                  spec.name, "'");
+    float* out = params + spec.offset;
+    if (spec.name.ends_with(".bias")) {
+      std::fill_n(out, spec.numel, 0.0f);
+    } else {
+      // normal(0, initializer_range), as BertPreTrainedModel._init_weights does for nn.Linear.
+      const RngKey key{options.init_seed, stable_hash(spec.name)};
+      const float stddev = static_cast<float>(config.initializer_range);
+      for (int64_t i = 0; i < spec.numel; ++i)
+        out[i] = stddev * normal_at(key, static_cast<uint64_t>(i));
+    }
+    report.initialised.push_back(spec.name);
+  }
+  return report;
+}
+
+void save_bert_weights(const std::string& path, const ParamLayout& layout, const float* params) {
+  std::vector<TensorToWrite> tensors;
+  tensors.reserve(layout.specs().size());
+  for (const ParamSpec& spec : layout.specs())
+    tensors.push_back(TensorToWrite{spec.name, spec.shape, params + spec.offset});
+  write_safetensors(path, tensors, {{"format", "pt"}});
+}
+
+}  // namespace cpuft
