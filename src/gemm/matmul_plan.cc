@@ -1,0 +1,286 @@
+// MatmulPlan over oneDNN matmul primitives.
+//
+// How the varying dimension is handled (measurements and the argument are in docs/gemm.md):
+// oneDNN's fast fp32/bf16 matmul on AVX-512 (brgemm) needs every dimension fixed when the primitive
+// is created. Rows of a product are independent (M) and a sum over K can be split into partial
+// sums, so a product of any size s <= max runs as a few fixed-size pieces (greedy: 1600 = 1536 +
+// 64), each with its own primitive created up front (a "ladder" of rungs: the maximum, 2^j and
+// 3*2^j below it). With a user-managed scratchpad these primitives allocate no buffer and touch no
+// fresh memory during run(). The alternatives (a runtime-dimension primitive, dnnl_sgemm) go
+// through oneDNN's gemm:jit driver, which allocates ~7 MB of packing buffers inside every call; a
+// runtime-dimension primitive was measured taking ~950 page faults (~4 MB) per call.
+//
+// The ladder needs each piece at a fixed offset with fixed strides, which holds unless the varying
+// dimension is the contiguous one of a stored operand (A stored (K,M) with M varying; A stored
+// (M,K) or B stored (N,K) with K varying): there the leading dimension is the actual size. Those
+// layouts (not used by LinearPlans) use dnnl_sgemm. So does backward-data (M varying, B stored
+// (K,N), no bias), where brgemm measured 25-40% slower than gemm:jit on every BERT shape; the price
+// is gemm:jit's per-call packing allocation, whose page faults were measured at 0-5 per call there.
+#include "gemm/matmul_plan.h"
+
+#include <algorithm>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+
+namespace cpuft {
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+// Logical (rows, cols) fp32 matrix; `stored_transposed` means it is stored (cols, rows) row-major.
+memory::desc matrix_desc(int64_t rows, int64_t cols, bool stored_transposed) {
+  return memory::desc(Dims{rows, cols}, memory::data_type::f32,
+                      stored_transposed ? Dims{1, rows} : Dims{cols, 1});
+}
+
+void check_sgemm(dnnl_status_t status) {
+  CPUFT_CHECK(status == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(status));
+}
+
+// Row-major C(M,N) = alpha op(A) op(B) + beta C with leading dimensions; M, N, K >= 0.
+void sgemm(bool at, bool bt, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  check_sgemm(
+      dnnl_sgemm(at ? 'T' : 'N', bt ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
+}
+
+}  // namespace
+
+struct MatmulPlan::Impl {
+  // One fixed-size primitive with memory objects created without a data handle; run() only sets
+  // the handles. (oneDNN's execute() itself still makes a few small bookkeeping allocations for its
+  // argument map, < 1 KiB per call; no buffer is allocated.)
+  struct Rung {
+    int64_t size = 0;  // extent of the varying dimension this primitive computes
+    dnnl::matmul prim;
+    memory a, b, c, bias, scratch;
+  };
+
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  mutable dnnl::stream stream{engine};  // wait() is non-const in the C++ API
+  bool use_sgemm = false;   // layouts the ladder cannot express (see the top of the file)
+  std::vector<Rung> first;  // descending sizes; the piece at offset 0 (carries bias, accumulate)
+  std::vector<Rung> rest;   // K-varying only: later pieces, which always accumulate, no bias
+  // Shared by all rungs (pieces run one after another); oneDNN writes it during a const run().
+  mutable std::vector<float> scratchpad;
+
+  Rung make_rung(const MatmulDesc& d, int64_t size, bool accumulate, bool bias) {
+    const int64_t m = d.varying == VaryingDim::m ? size : d.m;
+    const int64_t k = d.varying == VaryingDim::k ? size : d.k;
+    // Strides use the maxima, which equal the actual sizes wherever the ladder is used.
+    const memory::desc a_md = d.a_transposed
+                                  ? memory::desc(Dims{m, k}, memory::data_type::f32, Dims{1, d.m})
+                                  : memory::desc(Dims{m, k}, memory::data_type::f32, Dims{d.k, 1});
+    const memory::desc b_md = d.b_transposed
+                                  ? memory::desc(Dims{k, d.n}, memory::data_type::f32, Dims{1, d.k})
+                                  : matrix_desc(k, d.n, false);
+    const memory::desc c_md = matrix_desc(m, d.n, false);
+    const memory::desc bias_md = bias ? matrix_desc(1, d.n, false) : memory::desc();
+
+    dnnl::primitive_attr attr;
+    // User scratchpad: oneDNN would otherwise allocate it at every execution.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+#if DNNL_VERSION_MAJOR >= 3
+    dnnl::matmul::primitive_desc pd(engine, a_md, b_md, bias_md, c_md, attr);
+#else
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr, engine);
+#endif
+    Rung r;
+    r.size = size;
+    r.prim = dnnl::matmul(pd);
+    r.a = memory(a_md, engine, DNNL_MEMORY_NONE);
+    r.b = memory(b_md, engine, DNNL_MEMORY_NONE);
+    r.c = memory(c_md, engine, DNNL_MEMORY_NONE);
+    if (bias) r.bias = memory(bias_md, engine, DNNL_MEMORY_NONE);
+    r.scratch = memory(pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
+    return r;
+  }
+
+  // oneDNN's memory objects take non-const handles; A, B and bias are only read.
+  void execute(const Rung& r, float* c, const float* a, const float* b, const float* bias) const {
+    r.a.set_data_handle(const_cast<float*>(a));
+    r.b.set_data_handle(const_cast<float*>(b));
+    r.c.set_data_handle(c);
+    r.scratch.set_data_handle(scratchpad.data());
+    if (bias) {
+      r.bias.set_data_handle(const_cast<float*>(bias));
+      r.prim.execute(stream, {{DNNL_ARG_SRC, r.a},
+                              {DNNL_ARG_WEIGHTS, r.b},
+                              {DNNL_ARG_BIAS, r.bias},
+                              {DNNL_ARG_DST, r.c},
+                              {DNNL_ARG_SCRATCHPAD, r.scratch}});
+    } else {
+      r.prim.execute(stream, {{DNNL_ARG_SRC, r.a},
+                              {DNNL_ARG_WEIGHTS, r.b},
+                              {DNNL_ARG_DST, r.c},
+                              {DNNL_ARG_SCRATCHPAD, r.scratch}});
+    }
+    stream.wait();
+  }
+};
+
+MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_unique<Impl>()) {
+  const MatmulDesc& d = desc_;
+  CPUFT_CHECK(d.m > 0 && d.n > 0 && d.k > 0, "matmul sizes m=", d.m, " n=", d.n, " k=", d.k);
+  CPUFT_CHECK(!(d.bias && d.accumulate), "matmul: bias together with accumulate is not supported");
+  Impl& im = *impl_;
+  // dnnl_sgemm where the ladder cannot express the layout, and where it was measured clearly
+  // faster: M varying with B stored (K,N) and no bias, i.e. backward-data, 25-40% faster than
+  // brgemm on the BERT shapes (docs/gemm.md).
+  im.use_sgemm = (d.varying == VaryingDim::m && (d.a_transposed || (!d.b_transposed && !d.bias))) ||
+                 (d.varying == VaryingDim::k && (!d.a_transposed || d.b_transposed));
+  if (im.use_sgemm) return;
+
+  // Rung sizes: the whole size when nothing varies; else the maximum, every power of two below it
+  // (which lets a greedy split express every size from 1 to the maximum) and every 3 * 2^j below
+  // it (fewer, larger pieces: 1600 = 1536 + 64 instead of 1024 + 512 + 64). Creating a rung costs
+  // about a millisecond.
+  std::vector<int64_t> sizes;
+  if (d.varying == VaryingDim::none) {
+    sizes.push_back(d.m);
+  } else {
+    const int64_t max = d.varying == VaryingDim::m ? d.m : d.k;
+    sizes.push_back(max);
+    for (int64_t s = 1; s < max; s *= 2) {
+      sizes.push_back(s);
+      if (3 * s < max && s >= 2) sizes.push_back(3 * s);
+    }
+    std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  }
+  for (int64_t s : sizes) im.first.push_back(im.make_rung(d, s, d.accumulate, d.bias));
+  if (d.varying == VaryingDim::k && !(d.accumulate && !d.bias)) {
+    for (int64_t s : sizes) im.rest.push_back(im.make_rung(d, s, true, false));
+  }
+  size_t scratch_bytes = 0;
+  for (const auto* rungs : {&im.first, &im.rest}) {
+    for (const auto& r : *rungs)
+      scratch_bytes = std::max(scratch_bytes, r.scratch.get_desc().get_size());
+  }
+  im.scratchpad.assign((scratch_bytes + sizeof(float) - 1) / sizeof(float) + 1, 0.0f);
+}
+
+MatmulPlan::~MatmulPlan() = default;
+MatmulPlan::MatmulPlan(MatmulPlan&&) noexcept = default;
+MatmulPlan& MatmulPlan::operator=(MatmulPlan&&) noexcept = default;
+
+void MatmulPlan::run(float* c, const float* a, const float* b, const float* bias,
+                     int64_t varying_size) const {
+  const MatmulDesc& d = desc_;
+  const Impl& im = *impl_;
+  CPUFT_CHECK((bias != nullptr) == d.bias, "matmul: bias pointer must be given iff desc.bias");
+  int64_t m = d.m, k = d.k;
+  if (d.varying != VaryingDim::none) {
+    const int64_t max = d.varying == VaryingDim::m ? d.m : d.k;
+    CPUFT_CHECK(varying_size >= 0 && varying_size <= max, "matmul: varying size ", varying_size,
+                " outside [0, ", max, "]");
+    (d.varying == VaryingDim::m ? m : k) = varying_size;
+  }
+  if (m == 0) return;
+  if (k == 0) {  // empty sum: C = bias or 0, or C unchanged when accumulating
+    if (d.accumulate) return;
+    for (int64_t i = 0; i < m; ++i) {
+      float* row = c + i * d.n;
+      if (bias) {
+        std::copy(bias, bias + d.n, row);
+      } else {
+        std::fill(row, row + d.n, 0.0f);
+      }
+    }
+    return;
+  }
+
+  if (im.use_sgemm) {
+    float beta = d.accumulate ? 1.0f : 0.0f;
+    if (bias) {  // sgemm has no bias input: start C from the broadcast bias and add the product
+      for (int64_t i = 0; i < m; ++i) std::copy(bias, bias + d.n, c + i * d.n);
+      beta = 1.0f;
+    }
+    sgemm(d.a_transposed, d.b_transposed, m, d.n, k, 1.0f, a, d.a_transposed ? m : k, b,
+          d.b_transposed ? k : d.n, beta, c, d.n);
+    return;
+  }
+
+  if (d.varying == VaryingDim::none) {
+    im.execute(im.first.front(), c, a, b, bias);
+    return;
+  }
+  // Greedy split into the largest rungs that fit; rungs are in descending order.
+  int64_t done = 0;
+  const int64_t total = d.varying == VaryingDim::m ? m : k;
+  for (size_t i = 0; i < im.first.size() && done < total; ++i) {
+    while (total - done >= im.first[i].size) {
+      if (d.varying == VaryingDim::m) {
+        // Rows [done, done + size): A (M,K) and C (M,N) are row-major, so a row offset.
+        im.execute(im.first[i], c + done * d.n, a + done * d.k, b, bias);
+      } else {
+        // Partial sum over K rows [done, done + size) of A (K,M) and B (K,N).
+        const Impl::Rung& r = (done == 0 || im.rest.empty()) ? im.first[i] : im.rest[i];
+        im.execute(r, c, a + done * d.m, b + done * d.n, done == 0 ? bias : nullptr);
+      }
+      done += im.first[i].size;
+    }
+  }
+  CPUFT_CHECK(done == total, "matmul ladder covered ", done, " of ", total);
+}
+
+LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features)
+    : fwd(MatmulDesc{.m = max_rows,
+                     .n = out_features,
+                     .k = in_features,
+                     .b_transposed = true,
+                     .bias = true,
+                     .varying = VaryingDim::m}),
+      bwd_data(
+          MatmulDesc{.m = max_rows, .n = in_features, .k = out_features, .varying = VaryingDim::m}),
+      bwd_weights(MatmulDesc{.m = out_features,
+                             .n = in_features,
+                             .k = max_rows,
+                             .a_transposed = true,
+                             .accumulate = true,
+                             .varying = VaryingDim::k}) {}
+
+void LinearPlans::forward(float* y, const float* x, const float* w, const float* b,
+                          int64_t rows) const {
+  fwd.run(y, x, w, b, rows);
+}
+
+void LinearPlans::backward_data(float* d_x, const float* d_y, const float* w, int64_t rows) const {
+  bwd_data.run(d_x, d_y, w, nullptr, rows);
+}
+
+void LinearPlans::backward_weights(float* d_w, const float* d_y, const float* x,
+                                   int64_t rows) const {
+  bwd_weights.run(d_w, d_y, x, nullptr, rows);
+}
+
+void strided_gemm(bool a_transposed, bool b_transposed, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                  float* C, int64_t ldc) {
+  CPUFT_CHECK(M >= 0 && N >= 0 && K >= 0, "strided_gemm sizes ", M, " ", N, " ", K);
+  sgemm(a_transposed, b_transposed, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+const char* onednn_version_string() {
+  static const std::string text = [] {
+    const dnnl_version_t* v = dnnl_version();
+    const char* runtime = v->cpu_runtime == DNNL_RUNTIME_OMP   ? "omp"
+                          : v->cpu_runtime == DNNL_RUNTIME_TBB ? "tbb"
+                          : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "seq"
+                                                               : "other";
+    return str(v->major, '.', v->minor, '.', v->patch, " (cpu runtime ", runtime, ")");
+  }();
+  return text.c_str();
+}
+
+}  // namespace cpuft

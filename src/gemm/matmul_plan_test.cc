@@ -1,0 +1,197 @@
+// MatmulPlan, LinearPlans and strided_gemm against a naive triple loop accumulated in double.
+//
+// Tolerance: each output is a k-term fp32 dot product (k <= 64 here). oneDNN accumulates in fp32
+// in some blocked order, so its error is bounded by about k * 2^-24 * sum|a_i b_i| (standard
+// summation bound); with inputs in [-1, 1] that is < 64 * 6e-8 * k ~ 4e-6 * k absolute per unit of
+// sum|a b|. We compare |got - want| <= 1e-5 * (sum|a_i b_i| + |c0| + |bias|) + 1e-6, which the
+// bound satisfies with margin, while any indexing bug (wrong transpose, stride, offset, missing
+// bias or accumulate) gives errors of order sum|a b| itself and fails.
+#include "gemm/matmul_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+
+namespace cpuft {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// Element (i, j) of op(X) where X is stored row-major with leading dimension ld.
+float at(const float* x, bool transposed, int64_t i, int64_t j, int64_t ld) {
+  return transposed ? x[j * ld + i] : x[i * ld + j];
+}
+
+// Checks C(M,N) = alpha op(A) op(B) + beta C0 (+ bias) in double; `c0` is C before the call.
+void expect_gemm(const std::vector<float>& got, const std::vector<float>& c0, const float* a,
+                 bool at_, int64_t lda, const float* b, bool bt, int64_t ldb, const float* bias,
+                 int64_t M, int64_t N, int64_t K, float alpha, float beta, int64_t ldc,
+                 const std::string& what) {
+  int failures = 0;
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < K; ++p) {
+        const double prod = double(at(a, at_, i, p, lda)) * double(at(b, bt, p, j, ldb));
+        sum += prod;
+        mag += std::abs(prod);
+      }
+      const double c_before = c0[i * ldc + j];
+      double want = alpha * sum + beta * c_before;
+      mag = std::abs(alpha) * mag + std::abs(beta * c_before);
+      if (bias) {
+        want += bias[j];
+        mag += std::abs(bias[j]);
+      }
+      const double err = std::abs(double(got[i * ldc + j]) - want);
+      if (err > 1e-5 * mag + 1e-6 && ++failures <= 3) {
+        ADD_FAILURE() << what << ": C(" << i << "," << j << ") = " << got[i * ldc + j] << ", want "
+                      << want;
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0) << what;
+}
+
+const char* name(VaryingDim v) {
+  return v == VaryingDim::none ? "none" : v == VaryingDim::m ? "m" : "k";
+}
+
+TEST(MatmulPlan, AllCombinationsAgainstNaive) {
+  constexpr int64_t kM = 37, kN = 19, kK = 23;
+  uint32_t seed = 1;
+  for (VaryingDim varying : {VaryingDim::none, VaryingDim::m, VaryingDim::k}) {
+    for (bool at_ : {false, true}) {
+      for (bool bt : {false, true}) {
+        for (bool acc : {false, true}) {
+          for (bool bias : {false, true}) {
+            if (acc && bias) continue;  // not supported by design (see MatmulDesc)
+            const MatmulDesc desc{.m = kM,
+                                  .n = kN,
+                                  .k = kK,
+                                  .a_transposed = at_,
+                                  .b_transposed = bt,
+                                  .accumulate = acc,
+                                  .bias = bias,
+                                  .varying = varying};
+            const MatmulPlan plan(desc);
+            const int64_t max = varying == VaryingDim::m ? kM : kK;
+            std::vector<int64_t> sizes = {0};
+            if (varying != VaryingDim::none) sizes = {1, 2, 5, 16, max - 1, max, 0};
+            for (int64_t s : sizes) {
+              const int64_t M = varying == VaryingDim::m ? s : kM;
+              const int64_t K = varying == VaryingDim::k ? s : kK;
+              // Stored shapes: A (M,K) or (K,M); B (K,N) or (N,K); dense, so the leading
+              // dimension is the stored width.
+              const auto a = random_vector(M * K, seed++);
+              const auto b = random_vector(K * kN, seed++);
+              const auto bv = random_vector(kN, seed++);
+              // C starts non-zero: checks accumulate adds to it and overwrite ignores it.
+              const auto c0 = random_vector(M * kN, seed++);
+              auto c = c0;
+              plan.run(c.data(), a.data(), b.data(), bias ? bv.data() : nullptr, s);
+              const std::string what =
+                  std::string("varying=") + name(varying) + " at=" + std::to_string(at_) +
+                  " bt=" + std::to_string(bt) + " acc=" + std::to_string(acc) +
+                  " bias=" + std::to_string(bias) + " size=" + std::to_string(s);
+              expect_gemm(c, c0, a.data(), at_, at_ ? M : K, b.data(), bt, bt ? K : kN,
+                          bias ? bv.data() : nullptr, M, kN, K, 1.0f, acc ? 1.0f : 0.0f, kN, what);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatmulPlan, VaryingSizeAboveMaximumThrows) {
+  const MatmulPlan pm(MatmulDesc{.m = 8, .n = 4, .k = 4, .varying = VaryingDim::m});
+  const MatmulPlan pk(MatmulDesc{
+      .m = 4, .n = 4, .k = 8, .a_transposed = true, .accumulate = true, .varying = VaryingDim::k});
+  std::vector<float> buf(64, 0.0f);
+  EXPECT_THROW(pm.run(buf.data(), buf.data(), buf.data(), nullptr, 9), Error);
+  EXPECT_THROW(pk.run(buf.data(), buf.data(), buf.data(), nullptr, 9), Error);
+  EXPECT_THROW(pm.run(buf.data(), buf.data(), buf.data(), nullptr, -1), Error);
+  EXPECT_NO_THROW(pm.run(buf.data(), buf.data(), buf.data(), nullptr, 8));
+}
+
+TEST(MatmulPlan, MovedPlanStillRuns) {
+  MatmulPlan p(MatmulDesc{.m = 5, .n = 3, .k = 2});
+  MatmulPlan q(std::move(p));
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, b = {1, 0, 2, 0, 1, 3};
+  std::vector<float> c(15, -1.0f);
+  q.run(c.data(), a.data(), b.data(), nullptr);
+  expect_gemm(c, std::vector<float>(15, 0.0f), a.data(), false, 2, b.data(), false, 3, nullptr, 5,
+              3, 2, 1.0f, 0.0f, 3, "moved");
+}
+
+TEST(LinearPlans, ForwardBackwardAgainstNaive) {
+  constexpr int64_t kMaxRows = 45, kIn = 24, kOut = 17;
+  const LinearPlans plans(kMaxRows, kIn, kOut);
+  const auto w = random_vector(kOut * kIn, 11);  // (out, in) as nn.Linear stores it
+  const auto bias = random_vector(kOut, 12);
+  for (int64_t rows : {int64_t{1}, int64_t{13}, int64_t{32}, kMaxRows}) {
+    const auto x = random_vector(rows * kIn, 13);
+    const auto d_y = random_vector(rows * kOut, 14);
+    // y = x W^T + b
+    const std::vector<float> y0(rows * kOut, 7.0f);
+    auto y = y0;
+    plans.forward(y.data(), x.data(), w.data(), bias.data(), rows);
+    expect_gemm(y, y0, x.data(), false, kIn, w.data(), true, kIn, bias.data(), rows, kOut, kIn,
+                1.0f, 0.0f, kOut, "forward");
+    // d_x = d_y W (overwritten)
+    const std::vector<float> dx0(rows * kIn, 7.0f);
+    auto d_x = dx0;
+    plans.backward_data(d_x.data(), d_y.data(), w.data(), rows);
+    expect_gemm(d_x, dx0, d_y.data(), false, kOut, w.data(), false, kIn, nullptr, rows, kIn, kOut,
+                1.0f, 0.0f, kIn, "backward_data");
+    // d_W += d_y^T x (accumulated onto a non-zero gradient)
+    const auto dw0 = random_vector(kOut * kIn, 15);
+    auto d_w = dw0;
+    plans.backward_weights(d_w.data(), d_y.data(), x.data(), rows);
+    expect_gemm(d_w, dw0, d_y.data(), true, kOut, x.data(), false, kIn, nullptr, kOut, kIn, rows,
+                1.0f, 1.0f, kIn, "backward_weights");
+  }
+}
+
+// The attention use: Q, K, V are column slices of a (T, 3D) buffer, so lda/ldb exceed the widths,
+// and C is a slice of a wider buffer too; columns outside the slice must stay untouched.
+TEST(StridedGemm, LeadingDimensionsTransposesAlphaBeta) {
+  constexpr int64_t M = 9, N = 7, K = 5, ld_in = 3 * 16, ldc = 11;
+  const auto qkv = random_vector(16 * ld_in, 21);
+  for (bool at_ : {false, true}) {
+    for (bool bt : {false, true}) {
+      const float* a = qkv.data() + 3;   // a column slice, offset inside a row
+      const float* b = qkv.data() + 16;  // another slice
+      const auto c0 = random_vector(M * ldc, 22);
+      auto c = c0;
+      strided_gemm(at_, bt, M, N, K, 0.5f, a, ld_in, b, ld_in, -0.75f, c.data(), ldc);
+      const std::string what = "at=" + std::to_string(at_) + " bt=" + std::to_string(bt);
+      expect_gemm(c, c0, a, at_, ld_in, b, bt, ld_in, nullptr, M, N, K, 0.5f, -0.75f, ldc, what);
+      for (int64_t i = 0; i < M; ++i) {
+        for (int64_t j = N; j < ldc; ++j) EXPECT_EQ(c[i * ldc + j], c0[i * ldc + j]) << what;
+      }
+    }
+  }
+}
+
+TEST(Onednn, VersionString) {
+  const std::string v = onednn_version_string();
+  EXPECT_NE(v.find('.'), std::string::npos) << v;
+  EXPECT_NE(v.find("cpu runtime"), std::string::npos) << v;
+}
+
+}  // namespace
+}  // namespace cpuft
