@@ -17,6 +17,8 @@
 #include "kernels/kernels.h"
 #include "model/bert_config.h"
 #include "model/param_layout.h"
+#include "train/train_config.h"
+#include "train/trainer.h"
 
 namespace cpuft {
 namespace {
@@ -55,6 +57,32 @@ void inspect_model(const std::string& dir) {
 int run(int argc, char** argv) {
   CLI::App app{"cpuft: fine-tune BERT-family encoders on CPUs"};
   app.require_subcommand(1);
+
+  // cpuft train: run_glue.py's flags; a single JSON file argument holds them instead, as
+  // HfArgumentParser accepts.
+  TrainConfig train_config;
+  std::string args_file;
+  CLI::App* train = app.add_subcommand(
+      "train", "Fine-tune (and/or evaluate, predict) as run_glue.py does; see docs/cli.md");
+  add_train_flags(*train, train_config);
+  train->add_option("args_json", args_file, "JSON file of flags (run_glue.py style)");
+
+  TrainConfig predict_config;
+  CLI::App* predict = app.add_subcommand(
+      "predict", "Predict with a fine-tuned output folder; writes predictions and logits");
+  predict->add_option("--model_name_or_path", predict_config.model_name_or_path,
+                      "Fine-tuned model folder (an output_dir of cpuft train)")
+      ->required();
+  predict->add_option("--test_file", predict_config.test_file, "Data file (.csv, .tsv, .json)");
+  predict->add_option("--task_name", predict_config.task_name, "GLUE task (uses its test split)");
+  predict->add_option("--data_dir", predict_config.data_dir, "GLUE data folder, with --task_name");
+  predict->add_option("--output_dir", predict_config.output_dir, "Where predictions go")->required();
+  predict->add_option("--max_seq_length", predict_config.max_seq_length, "Longest input")
+      ->capture_default_str();
+  predict->add_option("--per_device_eval_batch_size", predict_config.per_device_eval_batch_size,
+                      "Sequences per batch")
+      ->capture_default_str();
+
   CLI::App* env = app.add_subcommand("env", "Print the kernels, oneDNN version and threads in use");
   std::string model_dir;
   CLI::App* inspect = app.add_subcommand("inspect", "Load a Hugging Face model folder and report");
@@ -63,6 +91,16 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (train->parsed()) {
+    if (!args_file.empty()) load_train_config_json(args_file, train_config);
+    Trainer(train_config).run();
+  }
+  if (predict->parsed()) {
+    predict_config.do_predict = true;
+    predict_config.save_logits = true;
+    predict_config.overwrite_output_dir = true;
+    Trainer(predict_config).run();
   }
   if (env->parsed()) print_env();
   if (inspect->parsed()) inspect_model(model_dir);

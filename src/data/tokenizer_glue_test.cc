@@ -1,0 +1,263 @@
+// Slow: every sentence of every GLUE TSV in the shared data, tokenized with the bert-base uncased
+// and cased settings, must give Hugging Face's ids. HF's ids are summarized by
+// tests/fixtures/tokenizer_glue_digest.json (tools/make_tokenizer_fixture.py): one FNV-1a 64 hash
+// per file and setting, and one per 1000-row block so that a failure names the rows.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "data/tokenizer_test_util.h"
+#include "data/wordpiece_tokenizer.h"
+
+namespace cpuft {
+namespace {
+
+using json = nlohmann::json;
+using cpuft::testing::shared_data_present;
+using cpuft::testing::shared_dir;
+using cpuft::testing::source_dir;
+
+constexpr uint64_t kFnvOffset = 0xCBF29CE484222325ull, kFnvPrime = 0x100000001B3ull;
+constexpr uint32_t kSepText = 0xFFFFFFFF, kSepIds = 0xFFFFFFFE, kSepTypes = 0xFFFFFFFD;
+
+void fnv(uint64_t& h, uint32_t v) {
+  for (int k = 0; k < 4; ++k) {
+    h ^= (v >> (8 * k)) & 0xFF;
+    h *= kFnvPrime;
+  }
+}
+void fnv(uint64_t& h, const std::vector<int32_t>& ids, uint32_t sep) {
+  for (int32_t id : ids) fnv(h, static_cast<uint32_t>(id));
+  fnv(h, sep);
+}
+
+std::string hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
+  return buf;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Text columns of each data row: split on '\n' (no final empty line), on '\t', no quoting.
+std::vector<std::vector<std::string>> read_rows(const std::string& path, bool header,
+                                                const std::vector<int>& columns) {
+  const std::string text = read_all(path);
+  std::vector<std::vector<std::string>> rows;
+  size_t pos = 0;
+  bool first = true;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    const std::string_view line(text.data() + pos, eol - pos);
+    pos = eol + 1;
+    if (first && header) {
+      first = false;
+      continue;
+    }
+    first = false;
+    std::vector<std::string_view> fields;
+    size_t f = 0;
+    while (true) {
+      const size_t tab = line.find('\t', f);
+      fields.push_back(line.substr(f, tab == std::string_view::npos ? line.npos : tab - f));
+      if (tab == std::string_view::npos) break;
+      f = tab + 1;
+    }
+    std::vector<std::string> row;
+    for (int c : columns) {
+      EXPECT_LT(static_cast<size_t>(c), fields.size()) << path << " row " << rows.size();
+      row.emplace_back(static_cast<size_t>(c) < fields.size() ? fields[c] : std::string_view());
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+TEST(TokenizerGlue, EveryGlueSentenceMatchesHF) {
+  ASSERT_TRUE(shared_data_present());
+  const json digest = json::parse(read_all(source_dir() + "/tests/fixtures/tokenizer_glue_digest.json"));
+  const int max_length = digest.at("max_length");
+  const size_t block_rows = digest.at("block_rows");
+  const std::string vocab_dir = shared_dir() + "/data/vocab/";
+  auto load = [&](const char* file, bool lower) {
+    std::vector<std::string> vocab;
+    std::ifstream in(vocab_dir + file);
+    for (std::string line; std::getline(in, line);) vocab.push_back(line);
+    TokenizerOptions opt;
+    opt.do_lower_case = lower;
+    return WordPieceTokenizer(std::move(vocab), opt);
+  };
+  const std::map<std::string, WordPieceTokenizer> tokenizers = {
+      {"uncased", load("bert-base-uncased-vocab.txt", true)},
+      {"cased", load("bert-base-cased-vocab.txt", false)}};
+
+  size_t n_files = 0;
+  for (const json& file : digest.at("files")) {
+    const std::string rel = file.at("path");
+    const std::string path = shared_dir() + "/data/" + rel;
+    const auto rows = read_rows(path, file.at("header"), file.at("columns"));
+    ASSERT_EQ(rows.size(), file.at("rows").get<size_t>()) << path;
+    ++n_files;
+    for (const auto& [name, tok] : tokenizers) {
+      const json& want = file.at("configs").at(name);
+      const auto t0 = std::chrono::steady_clock::now();
+      uint64_t h = kFnvOffset, block = kFnvOffset;
+      size_t n_tokens = 0, n_bytes = 0;
+      std::vector<std::string> blocks;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& r = rows[i];
+        for (const std::string& text : r) {
+          const std::vector<int32_t> ids = tok.tokenize(text);
+          n_tokens += ids.size();
+          n_bytes += text.size();
+          fnv(h, ids, kSepText);
+          fnv(block, ids, kSepText);
+        }
+        const std::string_view b = r.size() > 1 ? std::string_view(r[1]) : std::string_view();
+        const Encoding e = tok.encode(r[0], r.size() > 1 ? &b : nullptr, max_length);
+        for (uint64_t* x : {&h, &block}) {
+          fnv(*x, e.input_ids, kSepIds);
+          fnv(*x, e.token_type_ids, kSepTypes);
+        }
+        if ((i + 1) % block_rows == 0 || i + 1 == rows.size()) {
+          blocks.push_back(hex(block));
+          block = kFnvOffset;
+        }
+      }
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_EQ(n_tokens, want.at("tokens").get<size_t>()) << rel << " " << name;
+      EXPECT_EQ(hex(h), want.at("hash").get<std::string>()) << rel << " " << name;
+      const auto want_blocks = want.at("block_hashes").get<std::vector<std::string>>();
+      for (size_t k = 0; k < blocks.size() && k < want_blocks.size(); ++k) {
+        if (blocks[k] == want_blocks[k]) continue;
+        ADD_FAILURE() << rel << " (" << name << "): ids differ from HF in data rows "
+                      << k * block_rows << ".." << std::min(rows.size(), (k + 1) * block_rows) - 1
+                      << " (0-based, after the header); first row of the block: "
+                      << ::testing::PrintToString(rows[k * block_rows]);
+        break;
+      }
+      if (rel == "glue/MRPC/train.tsv") {
+        // One thread; tokenize + encode, i.e. every sentence tokenized twice.
+        std::printf("%s %s: %zu rows, %zu tokens, %.3f s, %.0f tokens/s (tokenize + encode)\n",
+                    rel.c_str(), name.c_str(), rows.size(), n_tokens, s, 2.0 * static_cast<double>(n_tokens) / s);
+      }
+    }
+  }
+  EXPECT_GE(n_files, 15u);
+}
+
+void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+// Every Unicode code point through the whole pipeline (normalizer, pre-tokenizer, WordPiece),
+// against HF's per-block digests: this is what checks the generated character tables.
+TEST(TokenizerGlue, EveryCodePointMatchesHF) {
+  ASSERT_TRUE(shared_data_present());
+  const json digest =
+      json::parse(read_all(source_dir() + "/tests/fixtures/tokenizer_glue_digest.json"));
+  const json& cp = digest.at("codepoints");
+  const char32_t block = cp.at("block").get<char32_t>();
+  const std::string vocab_dir = shared_dir() + "/data/vocab/";
+  for (const auto& [name, want] : cp.at("configs").items()) {
+    TokenizerOptions opt;
+    std::string vocab_file = "bert-base-uncased-vocab.txt";
+    if (name == "cased") {
+      opt.do_lower_case = false;
+      vocab_file = "bert-base-cased-vocab.txt";
+    } else if (name == "uncased_keep_accents") {
+      opt.strip_accents = false;
+    } else {
+      ASSERT_EQ(name, "uncased");
+    }
+    std::vector<std::string> vocab;
+    std::ifstream in(vocab_dir + vocab_file);
+    for (std::string line; std::getline(in, line);) vocab.push_back(line);
+    const WordPieceTokenizer tok(std::move(vocab), opt);
+    const auto want_blocks = want.at("block_hashes").get<std::vector<std::string>>();
+    ASSERT_EQ(want_blocks.size(), 0x110000 / block);
+    size_t n_tokens = 0, bad_blocks = 0;
+    std::string text;
+    for (char32_t start = 0; start < 0x110000; start += block) {
+      uint64_t h = kFnvOffset;
+      for (char32_t c = start; c < start + block; ++c) {
+        if (c >= 0xD800 && c <= 0xDFFF) continue;
+        text.clear();
+        append_utf8(text, c);
+        text += " a";
+        append_utf8(text, c);
+        text += "b";
+        const std::vector<int32_t> ids = tok.tokenize(text);
+        n_tokens += ids.size();
+        fnv(h, ids, kSepText);
+      }
+      if (hex(h) != want_blocks[start / block] && ++bad_blocks <= 10) {
+        ADD_FAILURE() << name << ": code points U+" << std::hex << static_cast<uint32_t>(start)
+                      << "..U+" << static_cast<uint32_t>(start + block - 1)
+                      << " tokenize differently from HF";
+      }
+    }
+    EXPECT_EQ(bad_blocks, 0u) << name;
+    EXPECT_EQ(n_tokens, want.at("tokens").get<size_t>()) << name;
+  }
+}
+
+// Tokenizing speed on MRPC train, one thread: words (whitespace-separated) and tokens per second.
+TEST(TokenizerGlue, SpeedMrpcTrain) {
+  ASSERT_TRUE(shared_data_present());
+  const auto rows = read_rows(shared_dir() + "/data/glue/MRPC/train.tsv", true, {3, 4});
+  const WordPieceTokenizer tok =
+      WordPieceTokenizer::from_folder(shared_dir() + "/data/models/all-MiniLM-L6-v2");
+  size_t words = 0;
+  for (const auto& r : rows) {
+    for (const std::string& t : r) {
+      std::istringstream in(t);
+      for (std::string w; in >> w;) ++words;
+    }
+  }
+  double best = 1e9;
+  size_t tokens = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    tokens = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto& r : rows)
+      for (const std::string& t : r) tokens += tok.tokenize(t).size();
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf("MRPC train (uncased, 1 thread, best of 5): %zu words, %zu tokens in %.4f s: "
+              "%.0f words/s, %.0f tokens/s\n",
+              words, tokens, best, static_cast<double>(words) / best,
+              static_cast<double>(tokens) / best);
+  EXPECT_GT(tokens, 0u);
+}
+
+}  // namespace
+}  // namespace cpuft

@@ -1,0 +1,120 @@
+#include "train/checkpoint.h"
+
+#include <algorithm>
+#include <fstream>
+#include <vector>
+
+#include "core/check.h"
+#include "io/bert_checkpoint.h"
+#include "io/safetensors.h"
+#include "train/outputs.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace cpuft {
+
+json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,
+                        const json& log_history, const TrainConfig& c) {
+  return {{"best_metric", nullptr},
+          {"best_model_checkpoint", nullptr},
+          {"epoch", epoch},
+          {"eval_steps", c.eval_steps > 0 ? c.eval_steps : c.logging_steps},
+          {"global_step", global_step},
+          {"is_hyper_param_search", false},
+          {"is_local_process_zero", true},
+          {"is_world_process_zero", true},
+          {"log_history", log_history},
+          {"logging_steps", c.logging_steps},
+          {"max_steps", max_steps},
+          {"num_train_epochs", c.num_train_epochs},
+          {"save_steps", c.save_steps},
+          {"train_batch_size", c.per_device_train_batch_size}};
+}
+
+void save_checkpoint(const fs::path& output_dir, const CheckpointContent& content,
+                     const ParamLayout& layout, const float* params, AdamW& adamw,
+                     const json& model_config, const WordPieceTokenizer& tokenizer,
+                     int64_t save_total_limit, const TrainConfig& config) {
+  const fs::path final_dir = output_dir / str("checkpoint-", content.global_step);
+  const fs::path temp_dir = output_dir / str(".checkpoint-", content.global_step, ".tmp");
+  fs::remove_all(temp_dir);
+  fs::create_directories(temp_dir);
+  save_bert_weights((temp_dir / "model.safetensors").string(), layout, params);
+  write_json((temp_dir / "config.json").string(), model_config);
+  tokenizer.save(temp_dir.string());
+  std::vector<TensorToWrite> moments;
+  for (const ParamSpec& spec : layout.specs()) {
+    moments.push_back({"exp_avg." + spec.name, spec.shape, adamw.exp_avg().data() + spec.offset});
+    moments.push_back(
+        {"exp_avg_sq." + spec.name, spec.shape, adamw.exp_avg_sq().data() + spec.offset});
+  }
+  write_safetensors((temp_dir / "optimizer.safetensors").string(), moments,
+                    {{"adamw_steps", std::to_string(adamw.steps_taken())}});
+  write_json((temp_dir / "trainer_state.json").string(),
+             trainer_state_json(content.global_step, content.epoch, content.max_steps,
+                                content.log_history, config));
+  fs::remove_all(final_dir);
+  fs::rename(temp_dir, final_dir);
+
+  if (save_total_limit <= 0) return;
+  std::vector<std::pair<int64_t, fs::path>> checkpoints;
+  for (const auto& entry : fs::directory_iterator(output_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !name.starts_with("checkpoint-")) continue;
+    try {
+      checkpoints.emplace_back(std::stoll(name.substr(11)), entry.path());
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  while (static_cast<int64_t>(checkpoints.size()) > save_total_limit) {
+    fs::remove_all(checkpoints.front().second);
+    checkpoints.erase(checkpoints.begin());
+  }
+}
+
+ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, float* params,
+                            AdamW& adamw) {
+  const fs::path root(dir);
+  CPUFT_REQUIRE(fs::is_directory(root), dir, ": not a checkpoint folder");
+  const SafetensorsFile weights = SafetensorsFile::open((root / "model.safetensors").string());
+  // No tensor may be missing in a checkpoint, the head included.
+  for (const ParamSpec& spec : layout.specs()) {
+    const TensorInfo* t = weights.find(spec.name);
+    CPUFT_REQUIRE(t != nullptr, weights.label(), ": missing tensor '", spec.name, "'");
+    CPUFT_REQUIRE(t->shape == spec.shape, weights.label(), ": tensor '", spec.name,
+                  "' has the wrong shape for this model");
+    weights.read_f32(*t, params + spec.offset);
+  }
+  const SafetensorsFile optimizer =
+      SafetensorsFile::open((root / "optimizer.safetensors").string());
+  for (const ParamSpec& spec : layout.specs()) {
+    for (const char* kind : {"exp_avg.", "exp_avg_sq."}) {
+      const TensorInfo* t = optimizer.find(kind + spec.name);
+      CPUFT_REQUIRE(t != nullptr && t->shape == spec.shape, optimizer.label(),
+                    ": missing or misshapen tensor '", kind, spec.name, "'");
+      float* dest = (std::string(kind) == "exp_avg." ? adamw.exp_avg() : adamw.exp_avg_sq()).data();
+      optimizer.read_f32(*t, dest + spec.offset);
+    }
+  }
+  auto steps = optimizer.metadata().find("adamw_steps");
+  CPUFT_REQUIRE(steps != optimizer.metadata().end(), optimizer.label(),
+                ": metadata lacks 'adamw_steps'");
+  adamw.set_steps_taken(std::stoll(steps->second));
+
+  std::ifstream state_in(root / "trainer_state.json");
+  CPUFT_REQUIRE(state_in.good(), (root / "trainer_state.json").string(), ": cannot open");
+  json state;
+  try {
+    state = json::parse(state_in);
+  } catch (const json::exception& e) {
+    throw Error(str((root / "trainer_state.json").string(), ": ", e.what()));
+  }
+  ResumePoint point;
+  point.global_step = state.value("global_step", int64_t{0});
+  point.log_history = state.value("log_history", json::array());
+  return point;
+}
+
+}  // namespace cpuft

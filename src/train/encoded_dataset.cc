@@ -1,0 +1,115 @@
+#include "train/encoded_dataset.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace cpuft {
+
+namespace {
+
+// splitmix64: a small, fully specified generator, so shuffles are the same on every platform
+// (std::shuffle's use of the generator is implementation-defined).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n); the modulo bias is below n / 2^64, negligible for any dataset size.
+  uint64_t below(uint64_t n) { return next() % n; }
+};
+
+std::vector<int64_t> permutation(int64_t n, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  SplitMix64 rng{seed * 0x100000001B3ull + static_cast<uint64_t>(epoch)};
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(order[i], order[rng.below(static_cast<uint64_t>(i) + 1)]);
+  return order;
+}
+
+}  // namespace
+
+int64_t EncodedDataset::max_length() const {
+  int64_t longest = 0;
+  for (int64_t i = 0; i < size(); ++i) longest = std::max(longest, length(i));
+  return longest;
+}
+
+EncodedDataset encode_dataset(const Dataset& dataset, const WordPieceTokenizer& tokenizer,
+                              int max_length) {
+  const int64_t n = static_cast<int64_t>(dataset.examples.size());
+  std::vector<Encoding> encodings(static_cast<size_t>(n));
+  std::vector<std::string> errors(static_cast<size_t>(n));
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t i = 0; i < n; ++i) {
+    const Example& e = dataset.examples[i];
+    try {
+      const std::string_view b = e.text_b;
+      encodings[i] = tokenizer.encode(e.text_a, e.has_b ? &b : nullptr, max_length);
+    } catch (const Error& error) {
+      errors[i] = error.what();
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    CPUFT_REQUIRE(errors[i].empty(), dataset.name, ": example ", i, ": ", errors[i]);
+
+  EncodedDataset out;
+  out.has_labels = n > 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const Example& e = dataset.examples[i];
+    out.input_ids.insert(out.input_ids.end(), encodings[i].input_ids.begin(),
+                         encodings[i].input_ids.end());
+    out.token_type_ids.insert(out.token_type_ids.end(), encodings[i].token_type_ids.begin(),
+                              encodings[i].token_type_ids.end());
+    out.offsets.push_back(static_cast<int64_t>(out.input_ids.size()));
+    out.labels.push_back(e.has_label ? e.label : -1);
+    out.scores.push_back(e.score);
+    out.indices.push_back(e.index);
+    out.has_labels = out.has_labels && e.has_label;
+  }
+  return out;
+}
+
+void fill_batch(Batch& batch, const EncodedDataset& data, std::span<const int64_t> rows,
+                bool regression) {
+  batch.clear();
+  for (int64_t row : rows) {
+    const auto begin = static_cast<size_t>(data.offsets[row]);
+    const auto count = static_cast<size_t>(data.length(row));
+    batch.add_sequence({data.input_ids.data() + begin, count},
+                       {data.token_type_ids.data() + begin, count});
+    if (!data.has_labels) continue;
+    if (regression)
+      batch.targets.push_back(data.scores[row]);
+    else
+      batch.labels.push_back(data.labels[row]);
+  }
+}
+
+std::vector<int64_t> epoch_order(const EncodedDataset& data, uint64_t seed, int64_t epoch,
+                                 bool group_by_length, int64_t batch_size) {
+  std::vector<int64_t> order = permutation(data.size(), seed, epoch);
+  if (!group_by_length) return order;
+  const int64_t mega = 50 * batch_size;
+  auto longer = [&](int64_t a, int64_t b) { return data.length(a) > data.length(b); };
+  for (int64_t start = 0; start < data.size(); start += mega) {
+    const auto first = order.begin() + start;
+    const auto last = order.begin() + std::min(start + mega, data.size());
+    std::stable_sort(first, last, longer);
+  }
+  // The longest example goes first (HF swaps it with the first megabatch's head), so memory
+  // peaks on step one.
+  if (data.size() > 0) {
+    const auto longest = std::max_element(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return data.length(a) < data.length(b);
+    });
+    std::iter_swap(order.begin(), longest);
+  }
+  return order;
+}
+
+}  // namespace cpuft

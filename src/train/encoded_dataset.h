@@ -1,0 +1,45 @@
+// EncodedDataset: a split tokenized once, up front, as token ids packed end to end; and the
+// sampling that turns it into batches.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "data/data_reader.h"
+#include "data/wordpiece_tokenizer.h"
+#include "model/batch.h"
+
+namespace cpuft {
+
+struct EncodedDataset {
+  std::vector<int32_t> input_ids;       // all examples concatenated
+  std::vector<int32_t> token_type_ids;
+  std::vector<int64_t> offsets{0};      // example i is [offsets[i], offsets[i+1])
+  std::vector<int32_t> labels;          // classification; -1 when unlabelled
+  std::vector<float> scores;            // regression
+  std::vector<int64_t> indices;         // the example's index (test id or row number)
+  bool has_labels = false;
+
+  int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  int64_t length(int64_t i) const { return offsets[i + 1] - offsets[i]; }
+  int64_t max_length() const;
+};
+
+// Tokenizes every example ([CLS] a [SEP] (b [SEP]), longest_first truncation to max_length),
+// in parallel; the result does not depend on the thread count.
+EncodedDataset encode_dataset(const Dataset& dataset, const WordPieceTokenizer& tokenizer,
+                              int max_length);
+
+// Appends examples `rows` to an empty batch (labels or scores too when the set has them).
+void fill_batch(Batch& batch, const EncodedDataset& data, std::span<const int64_t> rows,
+                bool regression);
+
+// The order of examples in `epoch`: a seeded permutation (seed, epoch), or, with group_by_length,
+// HF's LengthGroupedSampler scheme (megabatches of 50 batches, each sorted by length, longest
+// megabatch first), so that batches hold sequences of similar length.
+std::vector<int64_t> epoch_order(const EncodedDataset& data, uint64_t seed, int64_t epoch,
+                                 bool group_by_length, int64_t batch_size);
+
+}  // namespace cpuft

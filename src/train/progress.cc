@@ -1,0 +1,60 @@
+#include "train/progress.h"
+
+#include <cstdio>
+
+#include "core/check.h"
+
+namespace cpuft {
+
+std::string format_duration(double seconds) {
+  if (seconds < 0 || seconds > 1e7) return "?";
+  const auto total = static_cast<int64_t>(seconds + 0.5);
+  const int64_t h = total / 3600, m = total / 60 % 60, s = total % 60;
+  char buffer[32];
+  if (h > 0)
+    std::snprintf(buffer, sizeof buffer, "%lldh%02lldm%02llds", static_cast<long long>(h),
+                  static_cast<long long>(m), static_cast<long long>(s));
+  else if (m > 0)
+    std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(m),
+                  static_cast<long long>(s));
+  else
+    std::snprintf(buffer, sizeof buffer, "%llds", static_cast<long long>(s));
+  return buffer;
+}
+
+void Progress::update(int64_t step, double loss, double samples_per_second) {
+  if (!enabled_) return;
+  const double elapsed = watch_.seconds();
+  const double eta = step > 0 ? elapsed / static_cast<double>(step) *
+                                    static_cast<double>(total_ - step)
+                              : -1;
+  const int width = 30;
+  const int filled = total_ > 0 ? static_cast<int>(width * step / total_) : 0;
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.resize(width, '.');
+  char line[200];
+  std::snprintf(line, sizeof line, "\r[%s] %lld/%lld  loss %.4f  %.1f samples/s  ETA %s   ",
+                bar.c_str(), static_cast<long long>(step), static_cast<long long>(total_), loss,
+                samples_per_second, format_duration(eta).c_str());
+  last_ = line;
+  std::fputs(line, stderr);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void Progress::message(const std::string& text) {
+  if (enabled_ && drawn_) std::fputs("\r\033[K", stderr);
+  std::printf("%s\n", text.c_str());
+  std::fflush(stdout);
+  if (enabled_ && drawn_) {
+    std::fputs(last_.c_str(), stderr);
+    std::fflush(stderr);
+  }
+}
+
+void Progress::finish() {
+  if (enabled_ && drawn_) std::fputs("\n", stderr);
+  drawn_ = false;
+}
+
+}  // namespace cpuft

@@ -1,0 +1,194 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/check.h"
+#include "io/safetensors.h"
+#include "train/encoded_dataset.h"
+#include "train/outputs.h"
+#include "train/progress.h"
+#include "train/train_config.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace cpuft {
+namespace {
+
+TrainConfig parse_flags(std::vector<std::string> args) {
+  TrainConfig config;
+  CLI::App app;
+  add_train_flags(app, config);
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+  return config;
+}
+
+TEST(TrainConfig, RunGlueFlagsAndDefaults) {
+  const TrainConfig c = parse_flags({"--model_name_or_path", "m", "--task_name", "mrpc",
+                                     "--data_dir", "d", "--do_train", "--do_eval",
+                                     "--learning_rate", "2e-5", "--num_train_epochs", "3",
+                                     "--per_device_train_batch_size", "32", "--output_dir", "o",
+                                     "--evaluation_strategy", "epoch"});
+  EXPECT_TRUE(c.do_train);
+  EXPECT_TRUE(c.do_eval);
+  EXPECT_FALSE(c.do_predict);
+  EXPECT_DOUBLE_EQ(c.learning_rate, 2e-5);
+  EXPECT_EQ(c.per_device_train_batch_size, 32);
+  EXPECT_EQ(c.per_device_eval_batch_size, 8);  // TrainingArguments' default
+  EXPECT_EQ(c.max_seq_length, 128);            // run_glue's default
+  EXPECT_EQ(c.eval_strategy, "epoch");
+  EXPECT_EQ(c.seed, 42u);
+  EXPECT_NO_THROW(validate_train_config(c));
+}
+
+std::string validation_error(TrainConfig c) {
+  try {
+    validate_train_config(c);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainConfig, ContradictionsAreRefusedNamingTheFlag) {
+  TrainConfig c;
+  c.model_name_or_path = "m";
+  c.output_dir = "o";
+  c.task_name = "mrpc";
+  c.data_dir = "d";
+  EXPECT_NE(validation_error(c).find("nothing to do"), std::string::npos);
+  c.do_train = true;
+  c.train_file = "x.csv";
+  EXPECT_NE(validation_error(c).find("not both"), std::string::npos);
+  c.train_file.clear();
+  c.per_device_train_batch_size = 0;
+  EXPECT_NE(validation_error(c).find("--per_device_train_batch_size"), std::string::npos);
+  c.per_device_train_batch_size = 8;
+  c.eval_strategy = "sometimes";
+  EXPECT_NE(validation_error(c).find("--eval_strategy"), std::string::npos);
+  c.eval_strategy = "no";
+  c.bf16 = true;
+  EXPECT_NE(validation_error(c).find("--bf16"), std::string::npos);
+  c.bf16 = false;
+  c.data_dir.clear();
+  EXPECT_NE(validation_error(c).find("--data_dir"), std::string::npos);
+}
+
+TEST(TrainConfig, JsonArgsFile) {
+  const std::string path = (fs::temp_directory_path() / str("args_", ::getpid(), ".json")).string();
+  std::ofstream(path) << R"({"model_name_or_path": "m", "do_train": true, "learning_rate": 3e-5,
+                             "output_dir": "o", "task_name": "rte"})";
+  TrainConfig c;
+  load_train_config_json(path, c);
+  EXPECT_TRUE(c.do_train);
+  EXPECT_DOUBLE_EQ(c.learning_rate, 3e-5);
+  EXPECT_EQ(c.task_name, "rte");
+  std::ofstream(path) << R"({"learning_rat": 3e-5})";
+  try {
+    load_train_config_json(path, c);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown key 'learning_rat'"), std::string::npos);
+  }
+  std::ofstream(path) << R"({"learning_rate": "fast"})";
+  EXPECT_THROW(load_train_config_json(path, c), Error);
+  fs::remove(path);
+}
+
+EncodedDataset dataset_of_lengths(const std::vector<int>& lengths) {
+  EncodedDataset d;
+  for (int n : lengths) {
+    for (int i = 0; i < n; ++i) {
+      d.input_ids.push_back(1);
+      d.token_type_ids.push_back(0);
+    }
+    d.offsets.push_back(static_cast<int64_t>(d.input_ids.size()));
+    d.labels.push_back(0);
+    d.scores.push_back(0);
+    d.indices.push_back(static_cast<int64_t>(d.indices.size()));
+  }
+  d.has_labels = true;
+  return d;
+}
+
+TEST(EpochOrder, IsASeededPermutationThatChangesPerEpoch) {
+  std::vector<int> lengths(1000);
+  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = 1 + static_cast<int>(i % 97);
+  const EncodedDataset d = dataset_of_lengths(lengths);
+  const auto a = epoch_order(d, 42, 0, false, 8);
+  const auto b = epoch_order(d, 42, 0, false, 8);
+  const auto c = epoch_order(d, 42, 1, false, 8);
+  const auto e = epoch_order(d, 43, 0, false, 8);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, e);
+  std::vector<int64_t> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(sorted[i], i);
+}
+
+TEST(EpochOrder, GroupByLengthMakesBatchesOfSimilarLength) {
+  std::vector<int> lengths(4000);
+  std::mt19937 rng(1);
+  for (int& n : lengths) n = 5 + static_cast<int>(rng() % 120);
+  const EncodedDataset d = dataset_of_lengths(lengths);
+  auto padding_waste = [&](const std::vector<int64_t>& order) {
+    int64_t waste = 0;
+    for (size_t b = 0; b + 8 <= order.size(); b += 8) {
+      int64_t longest = 0, sum = 0;
+      for (size_t i = b; i < b + 8; ++i) {
+        longest = std::max(longest, d.length(order[i]));
+        sum += d.length(order[i]);
+      }
+      waste += 8 * longest - sum;
+    }
+    return waste;
+  };
+  const auto grouped = epoch_order(d, 42, 0, true, 8);
+  const auto random = epoch_order(d, 42, 0, false, 8);
+  EXPECT_LT(padding_waste(grouped) * 5, padding_waste(random));
+  EXPECT_EQ(d.length(grouped[0]), 124);  // the longest example first
+  std::vector<int64_t> sorted = grouped;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 4000; ++i) ASSERT_EQ(sorted[i], i);
+}
+
+TEST(Outputs, FineTunedConfigHasLabelsAndArchitecture) {
+  const json config = fine_tuned_config(R"({"model_type": "bert", "hidden_size": 8, "num_labels": 7,
+                                           "architectures": ["BertModel"]})",
+                                        {"not_equivalent", "equivalent"}, false, "mrpc");
+  EXPECT_EQ(config["architectures"][0], "BertForSequenceClassification");
+  EXPECT_EQ(config["id2label"]["1"], "equivalent");
+  EXPECT_EQ(config["label2id"]["not_equivalent"], 0);
+  EXPECT_EQ(config["finetuning_task"], "mrpc");
+  EXPECT_EQ(config["hidden_size"], 8);
+  EXPECT_FALSE(config.contains("num_labels"));
+  const json regression = fine_tuned_config(R"({"model_type": "bert"})", {}, true, "stsb");
+  EXPECT_EQ(regression["id2label"].size(), 1u);
+  EXPECT_EQ(regression["problem_type"], "regression");
+}
+
+TEST(Outputs, SvgHasLossLineAndEvalPoints) {
+  const json history = json::parse(R"([{"loss": 0.7, "step": 10}, {"loss": 0.5, "step": 20},
+      {"eval_accuracy": 0.8, "eval_loss": 0.4, "step": 20}])");
+  const std::string svg = training_curves_svg(history, "t");
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("eval_accuracy"), std::string::npos);
+  EXPECT_EQ(svg.find("eval_loss ("), std::string::npos);
+  EXPECT_TRUE(svg.ends_with("</svg>\n"));
+}
+
+TEST(Progress, FormatsDurations) {
+  EXPECT_EQ(format_duration(6.2), "6s");
+  EXPECT_EQ(format_duration(245), "4m05s");
+  EXPECT_EQ(format_duration(3723), "1h02m03s");
+}
+
+}  // namespace
+}  // namespace cpuft
