@@ -16,6 +16,7 @@
 #include "core/buffer.h"
 #include "core/check.h"
 #include "core/fp_env.h"
+#include "core/profile.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "fma_peak.h"
@@ -34,7 +35,8 @@ double training_flops(const BertConfig& c, const Batch& batch) {
   double flops = 0;
   for (int64_t s = 0; s < batch.num_sequences(); ++s) {
     const double T = static_cast<double>(batch.length(s));
-    flops += c.num_hidden_layers * T * (6 * dense_per_token_layer + 3 * 4 * T * D);
+    flops +=
+        static_cast<double>(c.num_hidden_layers) * T * (6 * dense_per_token_layer + 3 * 4 * T * D);
     flops += 6 * (D * D + D * static_cast<double>(c.num_labels));  // pooler + classifier
   }
   return flops;
@@ -112,11 +114,17 @@ int run(int argc, char** argv) {
     const double forward = watch.seconds();
     model.backward(p, g);
     const double backward = watch.seconds() - forward;
-    clip_grad_norm(grads.data(), layout.total_floats(), 1.0);
-    adamw.step(params.data(), grads.data(), 2e-5);
-    grads.zero();
+    {
+      CPUFT_PROFILE("optimizer (clip+adamw+zero)");
+      clip_grad_norm(grads.data(), layout.total_floats(), 1.0);
+      adamw.step(params.data(), grads.data(), 2e-5);
+      grads.zero();
+    }
     const double total = watch.seconds();
-    if (step < warmup) continue;
+    if (step < warmup) {
+      profile::reset();
+      continue;
+    }
     t_forward.push_back(forward);
     t_backward.push_back(backward);
     t_optimizer.push_back(total - forward - backward);
@@ -135,6 +143,8 @@ int run(int argc, char** argv) {
               steps, median(t_step), median(t_forward), median(t_backward), median(t_optimizer));
   std::printf("model FLOP/s: %.1f GFLOP/s; measured fp32 FMA peak %.1f GFLOP/s; MFU %.1f%%\n",
               gflops, peak, 100.0 * gflops / peak);
+  if (profile::enabled())
+    std::printf("\nwhere the time goes (CPUFT_PROFILE=1):\n%s", profile::report().c_str());
   return 0;
 }
 

@@ -87,7 +87,8 @@ std::vector<std::vector<std::string>> read_rows(const std::string& path, bool he
 
 TEST(TokenizerGlue, EveryGlueSentenceMatchesHF) {
   ASSERT_TRUE(shared_data_present());
-  const json digest = json::parse(read_all(source_dir() + "/tests/fixtures/tokenizer_glue_digest.json"));
+  const json digest =
+      json::parse(read_all(source_dir() + "/tests/fixtures/tokenizer_glue_digest.json"));
   const int max_length = digest.at("max_length");
   const size_t block_rows = digest.at("block_rows");
   const std::string vocab_dir = shared_dir() + "/data/vocab/";
@@ -136,8 +137,7 @@ TEST(TokenizerGlue, EveryGlueSentenceMatchesHF) {
           block = kFnvOffset;
         }
       }
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       EXPECT_EQ(n_tokens, want.at("tokens").get<size_t>()) << rel << " " << name;
       EXPECT_EQ(hex(h), want.at("hash").get<std::string>()) << rel << " " << name;
       const auto want_blocks = want.at("block_hashes").get<std::vector<std::string>>();
@@ -152,7 +152,8 @@ TEST(TokenizerGlue, EveryGlueSentenceMatchesHF) {
       if (rel == "glue/MRPC/train.tsv") {
         // One thread; tokenize + encode, i.e. every sentence tokenized twice.
         std::printf("%s %s: %zu rows, %zu tokens, %.3f s, %.0f tokens/s (tokenize + encode)\n",
-                    rel.c_str(), name.c_str(), rows.size(), n_tokens, s, 2.0 * static_cast<double>(n_tokens) / s);
+                    rel.c_str(), name.c_str(), rows.size(), n_tokens, s,
+                    2.0 * static_cast<double>(n_tokens) / s);
       }
     }
   }
@@ -252,10 +253,10 @@ TEST(TokenizerGlue, SpeedMrpcTrain) {
     best = std::min(best,
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::printf("MRPC train (uncased, 1 thread, best of 5): %zu words, %zu tokens in %.4f s: "
-              "%.0f words/s, %.0f tokens/s\n",
-              words, tokens, best, static_cast<double>(words) / best,
-              static_cast<double>(tokens) / best);
+  std::printf(
+      "MRPC train (uncased, 1 thread, best of 5): %zu words, %zu tokens in %.4f s: "
+      "%.0f words/s, %.0f tokens/s\n",
+      words, tokens, best, static_cast<double>(words) / best, static_cast<double>(tokens) / best);
   EXPECT_GT(tokens, 0u);
 }
 

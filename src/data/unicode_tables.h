@@ -11,10 +11,10 @@ namespace cpuft::unicode {
 // Per-code-point properties, stored as sorted, non-overlapping ranges [first, last] of equal flags;
 // code points in no range have no flag.
 enum Flag : std::uint8_t {
-  kDrop = 1,    // removed by BertNormalizer's clean_text (NUL, U+FFFD, Cc/Cf/Co but \t \n \r)
-  kSpace = 2,   // whitespace: becomes ' ' in clean_text, splits words in BertPreTokenizer
-  kPunct = 4,   // BertPreTokenizer punctuation: ASCII punctuation or category P*
-  kMark = 8,    // nonspacing mark (Mn): removed by strip_accents after NFD
+  kDrop = 1,   // removed by BertNormalizer's clean_text (NUL, U+FFFD, Cc/Cf/Co but \t \n \r)
+  kSpace = 2,  // whitespace: becomes ' ' in clean_text, splits words in BertPreTokenizer
+  kPunct = 4,  // BertPreTokenizer punctuation: ASCII punctuation or category P*
+  kMark = 8,   // nonspacing mark (Mn): removed by strip_accents after NFD
 };
 
 struct FlagRange {

@@ -39,7 +39,9 @@ const std::array<uint8_t, 128>& ascii_flags() {
   return table;
 }
 
-inline uint8_t flags_of(char32_t c) { return c < 128 ? ascii_flags()[c] : flags_slow(c); }
+inline uint8_t flags_of(char32_t c) {
+  return c < 128 ? ascii_flags()[c] : flags_slow(c);
+}
 
 uint8_t combining_class(char32_t c) {
   if (c < 0x300) return 0;  // no combining mark below U+0300
@@ -53,8 +55,8 @@ uint8_t combining_class(char32_t c) {
 
 const uni::Mapping* find_mapping(const uni::Mapping* table, size_t count, char32_t c) {
   const uni::Mapping* end = table + count;
-  const uni::Mapping* it = std::lower_bound(
-      table, end, c, [](const uni::Mapping& m, char32_t v) { return m.cp < v; });
+  const uni::Mapping* it =
+      std::lower_bound(table, end, c, [](const uni::Mapping& m, char32_t v) { return m.cp < v; });
   return it != end && it->cp == c ? it : nullptr;
 }
 
@@ -608,14 +610,15 @@ void WordPieceTokenizer::save(const std::string& dir) const {
     vocab_text += '\n';
   }
   write_file(root / "vocab.txt", vocab_text);
-  json special = {{"unk_token", options_.unk_token}, {"sep_token", options_.sep_token},
-                  {"pad_token", options_.pad_token}, {"cls_token", options_.cls_token},
+  json special = {{"unk_token", options_.unk_token},
+                  {"sep_token", options_.sep_token},
+                  {"pad_token", options_.pad_token},
+                  {"cls_token", options_.cls_token},
                   {"mask_token", options_.mask_token}};
   json config = special;
   config["tokenizer_class"] = "BertTokenizer";
   config["do_lower_case"] = options_.do_lower_case;
-  config["strip_accents"] =
-      options_.strip_accents ? json(*options_.strip_accents) : json(nullptr);
+  config["strip_accents"] = options_.strip_accents ? json(*options_.strip_accents) : json(nullptr);
   config["tokenize_chinese_chars"] = options_.tokenize_chinese_chars;
   config["model_max_length"] = options_.model_max_length;
   write_file(root / "tokenizer_config.json", config.dump(2) + "\n");

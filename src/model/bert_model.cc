@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "kernels/kernels.h"
 #include "model/encoder_layer.h"
 
@@ -134,7 +135,9 @@ BertModel::BertModel(const BertConfig& config, const ModelLimits& limits)
 
 BertModel::~BertModel() = default;
 
-const float* BertModel::logits() const { return state_->logits; }
+const float* BertModel::logits() const {
+  return state_->logits;
+}
 
 namespace {
 
@@ -161,9 +164,9 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
   const BertConfig& c = config_;
   const int64_t N = batch.num_tokens(), B = batch.num_sequences();
   const int64_t D = c.hidden_size, K = c.num_labels;
-  CPUFT_REQUIRE(N <= limits_.max_tokens && B <= limits_.max_sequences && B > 0,
-                "batch of ", B, " sequences / ", N, " tokens exceeds the model limits (",
-                limits_.max_sequences, " / ", limits_.max_tokens, ")");
+  CPUFT_REQUIRE(N <= limits_.max_tokens && B <= limits_.max_sequences && B > 0, "batch of ", B,
+                " sequences / ", N, " tokens exceeds the model limits (", limits_.max_sequences,
+                " / ", limits_.max_tokens, ")");
   for (int64_t i = 0; i < B; ++i)
     CPUFT_REQUIRE(batch.length(i) >= 1 && batch.length(i) <= limits_.max_seq_len, "sequence ", i,
                   " has length ", batch.length(i), "; allowed 1..", limits_.max_seq_len);
@@ -171,25 +174,27 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
     CPUFT_REQUIRE(batch.input_ids[i] >= 0 && batch.input_ids[i] < c.vocab_size, "token id ",
                   batch.input_ids[i], " is outside the vocabulary (", c.vocab_size, ")");
     CPUFT_REQUIRE(batch.token_type_ids[i] >= 0 && batch.token_type_ids[i] < c.type_vocab_size,
-                  "token type id ", batch.token_type_ids[i], " is outside [0, ",
-                  c.type_vocab_size, ")");
+                  "token type id ", batch.token_type_ids[i], " is outside [0, ", c.type_vocab_size,
+                  ")");
   }
   s.batch = &batch;
   s.context = context;
   s.has_loss = with_loss;
   s.loss_scale = loss_scale;
-  attention_prob_offsets(s.prob_offsets.data(), batch.seq_offsets.data(), B,
-                         c.num_attention_heads);
+  attention_prob_offsets(s.prob_offsets.data(), batch.seq_offsets.data(), B, c.num_attention_heads);
   const EncoderDims dims = encoder_dims(c, context.training);
   const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data()};
 
   // Embeddings: h0 = dropout(LayerNorm(word + position + type))
-  k.embeddings_forward(s.emb_sum, p.word_emb, p.pos_emb, p.type_emb, batch.input_ids.data(),
-                       batch.position_ids.data(), batch.token_type_ids.data(), N, D);
-  k.layer_norm_forward(s.emb_ln, s.emb_mean, s.emb_rstd, s.emb_sum, p.emb_ln_w, p.emb_ln_b,
-                       dims.layer_norm_eps, N, D);
-  k.dropout_forward(s.h0, s.emb_ln, dims.hidden_dropout,
-                    dropout_key(context, kEmbeddingsDropoutLayer, 0), N * D);
+  {
+    CPUFT_PROFILE("embeddings.fwd");
+    k.embeddings_forward(s.emb_sum, p.word_emb, p.pos_emb, p.type_emb, batch.input_ids.data(),
+                         batch.position_ids.data(), batch.token_type_ids.data(), N, D);
+    k.layer_norm_forward(s.emb_ln, s.emb_mean, s.emb_rstd, s.emb_sum, p.emb_ln_w, p.emb_ln_b,
+                         dims.layer_norm_eps, N, D);
+    k.dropout_forward(s.h0, s.emb_ln, dims.hidden_dropout,
+                      dropout_key(context, kEmbeddingsDropoutLayer, 0), N * D);
+  }
 
   // Encoder layers
   const float* x = s.h0;
@@ -203,8 +208,7 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
   }
 
   // Head: pooled = tanh([CLS] Wp^T + bp); logits = dropout(pooled) Wc^T + bc
-  for (int64_t i = 0; i < B; ++i)
-    std::copy_n(x + batch.seq_offsets[i] * D, D, s.pooled_in + i * D);
+  for (int64_t i = 0; i < B; ++i) std::copy_n(x + batch.seq_offsets[i] * D, D, s.pooled_in + i * D);
   s.pooler.forward(s.pooled, s.pooled_in, p.pooler_w, p.pooler_b, B);
   k.tanh_forward(s.pooled, s.pooled, B * D);
   const float classifier_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
@@ -220,8 +224,8 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
   }
   CPUFT_REQUIRE(static_cast<int64_t>(batch.labels.size()) == B, "classification batch needs ", B,
                 " labels, got ", batch.labels.size());
-  return k.cross_entropy_forward_backward(s.d_logits, s.logits, batch.labels.data(), loss_scale,
-                                          B, K);
+  return k.cross_entropy_forward_backward(s.d_logits, s.logits, batch.labels.data(), loss_scale, B,
+                                          K);
 }
 
 void BertModel::backward(const BertParams& p, const BertParams& g, GradListener* listener) {
@@ -273,6 +277,7 @@ void BertModel::backward(const BertParams& p, const BertParams& g, GradListener*
   }
 
   // undo: h0 = dropout(LayerNorm(emb_sum)); emb_sum = word + position + type
+  CPUFT_PROFILE("embeddings.bwd");
   float* d_emb = s.scratch.nd[0];
   k.dropout_backward(d_out, d_out, dims.hidden_dropout,
                      dropout_key(context, kEmbeddingsDropoutLayer, 0), N * D);

@@ -1,5 +1,6 @@
 #include "model/encoder_layer.h"
 
+#include "core/profile.h"
 #include "kernels/kernels.h"
 
 namespace cpuft {
@@ -17,21 +18,26 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
   const int64_t N = batch.N, D = dims.attention.D, F = dims.F;
   float* tmp = scratch.nd[0];  // (N, D)
 
-  plans.qkv.forward(a.qkv, x, p.qkv_w, p.qkv_b, N);
-  attention_forward(a.ctx, a.probs, a.qkv, batch.seq_offsets, batch.prob_offsets, batch.B,
-                    dims.attention, dims.attention_dropout, keys[kAttentionProbs],
-                    scratch.attention, scratch.attention_per_thread);
-  plans.attn_out.forward(tmp, a.ctx, p.attn_out_w, p.attn_out_b, N);
-  k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kAttentionOutput], N * D);
-  k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, x, p.attn_ln_w, p.attn_ln_b,
-                           dims.layer_norm_eps, N, D);
+  CPUFT_TIMED("qkv.fwd", plans.qkv.forward(a.qkv, x, p.qkv_w, p.qkv_b, N));
+  CPUFT_TIMED("attention.fwd", attention_forward(a.ctx, a.probs, a.qkv, batch.seq_offsets,
+                                                 batch.prob_offsets, batch.B, dims.attention,
+                                                 dims.attention_dropout, keys[kAttentionProbs],
+                                                 scratch.attention, scratch.attention_per_thread));
+  CPUFT_TIMED("attn_out.fwd", plans.attn_out.forward(tmp, a.ctx, p.attn_out_w, p.attn_out_b, N));
+  CPUFT_TIMED("dropout.fwd",
+              k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kAttentionOutput], N * D));
+  CPUFT_TIMED("layer_norm.fwd",
+              k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, x, p.attn_ln_w,
+                                       p.attn_ln_b, dims.layer_norm_eps, N, D));
 
-  plans.ffn_in.forward(a.ffn_pre, a.h1, p.ffn_in_w, p.ffn_in_b, N);
-  k.gelu_forward(a.ffn_act, a.ffn_pre, N * F);
-  plans.ffn_out.forward(tmp, a.ffn_act, p.ffn_out_w, p.ffn_out_b, N);
-  k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], N * D);
-  k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w, p.ffn_ln_b,
-                           dims.layer_norm_eps, N, D);
+  CPUFT_TIMED("ffn_in.fwd", plans.ffn_in.forward(a.ffn_pre, a.h1, p.ffn_in_w, p.ffn_in_b, N));
+  CPUFT_TIMED("gelu.fwd", k.gelu_forward(a.ffn_act, a.ffn_pre, N * F));
+  CPUFT_TIMED("ffn_out.fwd", plans.ffn_out.forward(tmp, a.ffn_act, p.ffn_out_w, p.ffn_out_b, N));
+  CPUFT_TIMED("dropout.fwd",
+              k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], N * D));
+  CPUFT_TIMED("layer_norm.fwd",
+              k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w,
+                                       p.ffn_ln_b, dims.layer_norm_eps, N, D));
 }
 
 void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
@@ -48,39 +54,44 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   float* d_qkv = scratch.n3d;
 
   // undo: out = LayerNorm(s2)
-  k.layer_norm_backward(d_s, g.ffn_ln_w, g.ffn_ln_b, d_out, a.s2, a.ln2_mean, a.ln2_rstd,
-                        p.ffn_ln_w, N, D);
+  CPUFT_TIMED("layer_norm.bwd", k.layer_norm_backward(d_s, g.ffn_ln_w, g.ffn_ln_b, d_out, a.s2,
+                                                      a.ln2_mean, a.ln2_rstd, p.ffn_ln_w, N, D));
   // undo: s2 = dropout(act W2^T + b2) + h1   (the h1 branch is added below)
-  k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], N * D);
-  plans.ffn_out.backward_weights(g.ffn_out_w, d_tmp, a.ffn_act, N);
-  k.bias_backward(g.ffn_out_b, d_tmp, N, D);
-  plans.ffn_out.backward_data(d_ffn, d_tmp, p.ffn_out_w, N);
+  CPUFT_TIMED("dropout.bwd",
+              k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], N * D));
+  CPUFT_TIMED("ffn_out.bwd_weights",
+              plans.ffn_out.backward_weights(g.ffn_out_w, d_tmp, a.ffn_act, N));
+  CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_out_b, d_tmp, N, D));
+  CPUFT_TIMED("ffn_out.bwd_data", plans.ffn_out.backward_data(d_ffn, d_tmp, p.ffn_out_w, N));
   // undo: act = gelu(pre)
-  k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, N * F);
+  CPUFT_TIMED("gelu.bwd", k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, N * F));
   // undo: pre = h1 W1^T + b1
-  plans.ffn_in.backward_weights(g.ffn_in_w, d_ffn, a.h1, N);
-  k.bias_backward(g.ffn_in_b, d_ffn, N, F);
-  plans.ffn_in.backward_data(d_h, d_ffn, p.ffn_in_w, N);
-  add_into(d_h, d_s, N * D);  // residual branch of s2
+  CPUFT_TIMED("ffn_in.bwd_weights", plans.ffn_in.backward_weights(g.ffn_in_w, d_ffn, a.h1, N));
+  CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_in_b, d_ffn, N, F));
+  CPUFT_TIMED("ffn_in.bwd_data", plans.ffn_in.backward_data(d_h, d_ffn, p.ffn_in_w, N));
+  CPUFT_TIMED("residual.bwd", add_into(d_h, d_s, N * D));  // residual branch of s2
 
   // undo: h1 = LayerNorm(s1)
-  k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1, a.ln1_mean, a.ln1_rstd,
-                        p.attn_ln_w, N, D);
+  CPUFT_TIMED("layer_norm.bwd", k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1,
+                                                      a.ln1_mean, a.ln1_rstd, p.attn_ln_w, N, D));
   // undo: s1 = dropout(ctx Wo^T + bo) + x   (the x branch is added at the end)
-  k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kAttentionOutput], N * D);
-  plans.attn_out.backward_weights(g.attn_out_w, d_tmp, a.ctx, N);
-  k.bias_backward(g.attn_out_b, d_tmp, N, D);
+  CPUFT_TIMED("dropout.bwd",
+              k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kAttentionOutput], N * D));
+  CPUFT_TIMED("attn_out.bwd_weights",
+              plans.attn_out.backward_weights(g.attn_out_w, d_tmp, a.ctx, N));
+  CPUFT_TIMED("bias.bwd", k.bias_backward(g.attn_out_b, d_tmp, N, D));
   float* d_ctx = d_h;
-  plans.attn_out.backward_data(d_ctx, d_tmp, p.attn_out_w, N);
+  CPUFT_TIMED("attn_out.bwd_data", plans.attn_out.backward_data(d_ctx, d_tmp, p.attn_out_w, N));
   // undo: ctx = attention(qkv)
-  attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets, batch.prob_offsets, batch.B,
-                     dims.attention, dims.attention_dropout, keys[kAttentionProbs],
-                     scratch.attention, scratch.attention_per_thread);
+  CPUFT_TIMED("attention.bwd", attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets,
+                                                  batch.prob_offsets, batch.B, dims.attention,
+                                                  dims.attention_dropout, keys[kAttentionProbs],
+                                                  scratch.attention, scratch.attention_per_thread));
   // undo: qkv = x Wqkv^T + bqkv
-  plans.qkv.backward_weights(g.qkv_w, d_qkv, x, N);
-  k.bias_backward(g.qkv_b, d_qkv, N, 3 * D);
-  plans.qkv.backward_data(d_x, d_qkv, p.qkv_w, N);
-  add_into(d_x, d_s, N * D);  // residual branch of s1
+  CPUFT_TIMED("qkv.bwd_weights", plans.qkv.backward_weights(g.qkv_w, d_qkv, x, N));
+  CPUFT_TIMED("bias.bwd", k.bias_backward(g.qkv_b, d_qkv, N, 3 * D));
+  CPUFT_TIMED("qkv.bwd_data", plans.qkv.backward_data(d_x, d_qkv, p.qkv_w, N));
+  CPUFT_TIMED("residual.bwd", add_into(d_x, d_s, N * D));  // residual branch of s1
 }
 
 }  // namespace cpuft

@@ -25,6 +25,8 @@ class AdamW {
   void step(float* params, const float* grads, double lr);
 
   int64_t steps_taken() const { return steps_; }
+  // For resuming from a checkpoint whose moments were loaded into exp_avg()/exp_avg_sq().
+  void set_steps_taken(int64_t steps) { steps_ = steps; }
   AlignedBuffer<float>& exp_avg() { return m_; }
   AlignedBuffer<float>& exp_avg_sq() { return v_; }
 
