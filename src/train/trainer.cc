@@ -103,9 +103,13 @@ Trainer::Trainer(const TrainConfig& config) : s_(std::make_unique<State>(config)
       s.task.regression ? 1 : static_cast<int64_t>(s.task.label_names.size());
   s.model_config.num_labels = task_labels;  // run_glue passes the task's num_labels
   s.model_config.problem_type = s.task.regression ? "regression" : "single_label_classification";
-  CPUFT_REQUIRE(c.max_seq_length <= s.model_config.max_position_embeddings, "--max_seq_length ",
-                c.max_seq_length, " exceeds the model's max_position_embeddings ",
-                s.model_config.max_position_embeddings);
+  if (c.max_seq_length > s.model_config.max_position_embeddings) {
+    // As run_glue.py: the model's limit wins, with a warning.
+    std::printf("--max_seq_length %d exceeds the model's max_position_embeddings %lld; using %lld\n",
+                c.max_seq_length, static_cast<long long>(s.model_config.max_position_embeddings),
+                static_cast<long long>(s.model_config.max_position_embeddings));
+    s.cfg.max_seq_length = static_cast<int>(s.model_config.max_position_embeddings);
+  }
   s.tokenizer.emplace(WordPieceTokenizer::from_folder(c.model_name_or_path));
   CPUFT_REQUIRE(s.tokenizer->vocab_size() <= s.model_config.vocab_size, c.model_name_or_path,
                 ": the tokenizer has ", s.tokenizer->vocab_size(),

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# End-to-end tests of the cpuft command line on a tiny model (see make_tiny_model.cc):
+#   - fine-tuning learns a simple task (loss falls, dev accuracy >= 0.95) and writes HF's files;
+#   - cpuft predict on the output folder; resuming from a checkpoint gives the same final weights;
+#   - every kind of bad input gives exit code 1, exactly one "error: ..." line, and no output folder.
+# Usage: cli_test.sh CPUFT MAKE_TINY_MODEL
+set -uo pipefail
+cpuft="$1"
+make_tiny_model="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=2
+failures=0
+passes=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { passes=$((passes + 1)); }
+
+"$make_tiny_model" "$work/model" --no-head || { echo "cannot make the tiny model"; exit 1; }
+"$make_tiny_model" "$work/model3" --labels 3 || exit 1
+
+# A learnable task: label 1 when the sentence says "good" or "great", else 0.
+RANDOM=7
+words=(the movie film is was very not and plot acting story music fun long short funny sad
+       dark cast scene ending i you we they loved watched saw made one two many few some)
+make_data() {  # make_data FILE ROWS
+  printf 'sentence\tlabel\n' >"$1"
+  for ((r = 0; r < $2; r++)); do
+    s=""
+    for ((k = 0; k < 6; k++)); do s+="${words[RANDOM % ${#words[@]}]} "; done
+    if ((RANDOM % 2)); then
+      s+="$([ $((RANDOM % 2)) = 0 ] && echo good || echo great)"
+      printf '%s\t1\n' "$s" >>"$1"
+    else
+      s+="$([ $((RANDOM % 2)) = 0 ] && echo bad || echo dull)"
+      printf '%s\t0\n' "$s" >>"$1"
+    fi
+  done
+}
+make_data "$work/train.tsv" 320
+make_data "$work/dev.tsv" 64
+
+train_flags=(--model_name_or_path "$work/model" --train_file "$work/train.tsv"
+             --validation_file "$work/dev.tsv" --do_train --do_eval --max_seq_length 16
+             --per_device_train_batch_size 16 --learning_rate 2e-3 --num_train_epochs 4
+             --warmup_ratio 0.1 --logging_steps 10 --seed 3)
+
+# 1. Fine-tuning converges and writes the Trainer's files.
+out="$work/run"
+if "$cpuft" train "${train_flags[@]}" --save_strategy no --output_dir "$out" >"$work/run.log" 2>&1; then
+  pass
+  for f in config.json model.safetensors vocab.txt tokenizer_config.json special_tokens_map.json \
+           train_results.json eval_results.json all_results.json trainer_state.json \
+           training_curves.svg log.jsonl; do
+    [ -s "$out/$f" ] && pass || fail "missing $f"
+  done
+  accuracy=$(sed -n 's/.*"eval_accuracy": \([0-9.]*\).*/\1/p' "$out/eval_results.json")
+  awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.95) }' && pass ||
+    fail "dev accuracy $accuracy < 0.95 after fine-tuning"
+  first=$(grep -o '"loss": [0-9.]*' "$out/trainer_state.json" | head -1 | cut -d' ' -f2)
+  last=$(grep -o '"loss": [0-9.]*' "$out/trainer_state.json" | tail -1 | cut -d' ' -f2)
+  awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f / 2) }' && pass ||
+    fail "training loss did not fall: $first -> $last"
+  grep -q '"architectures": \[' "$out/config.json" && grep -q BertForSequenceClassification "$out/config.json" &&
+    pass || fail "config.json lacks the architecture"
+else
+  fail "training failed: $(tail -3 "$work/run.log")"
+fi
+
+# 2. cpuft predict on the fine-tuned folder.
+if "$cpuft" predict --model_name_or_path "$out" --test_file "$work/dev.tsv" \
+     --output_dir "$work/pred" >"$work/pred.log" 2>&1; then
+  [ "$(wc -l <"$work/pred/predict_results_data.txt")" = 65 ] && pass || fail "predict rows"
+  [ "$(wc -l <"$work/pred/predict_logits_data.tsv")" = 65 ] && pass || fail "logit rows"
+else
+  fail "predict failed: $(tail -3 "$work/pred.log")"
+fi
+
+# 3. Checkpoints: rotation, and resuming from one gives bit-identical final weights.
+full="$work/full" resumed="$work/resumed"
+"$cpuft" train "${train_flags[@]}" --save_steps 20 --save_total_limit 3 --output_dir "$full" \
+  >"$work/full.log" 2>&1 || fail "checkpointed run failed: $(tail -3 "$work/full.log")"
+# 20 batches an epoch x 4 epochs = 80 steps: checkpoints 20 40 60 80, the oldest deleted.
+[ "$(cd "$full" && ls -d checkpoint-* 2>/dev/null | sort -t- -k2 -n | tr '\n' ' ')" = \
+  "checkpoint-40 checkpoint-60 checkpoint-80 " ] && pass || fail "save_total_limit 3 kept: $(ls "$full")"
+"$cpuft" train "${train_flags[@]}" --save_strategy no --output_dir "$resumed" \
+  --resume_from_checkpoint "$full/checkpoint-40" >"$work/resume.log" 2>&1 ||
+  fail "resume failed: $(tail -3 "$work/resume.log")"
+cmp -s "$full/model.safetensors" "$resumed/model.safetensors" && pass ||
+  fail "resumed run's weights differ from the uninterrupted run's"
+
+# 4. Bad input: exit code 1, one line "error: ...", no output folder.
+expect_error() {  # expect_error NAME SUBSTRING ARGS...
+  local name="$1" want="$2"
+  shift 2
+  local dir="$work/bad-$name"
+  "$cpuft" "$@" --output_dir "$dir" >"$work/stdout" 2>"$work/stderr"
+  local code=$?
+  local lines
+  lines=$(wc -l <"$work/stderr")
+  if [ "$code" != 1 ]; then fail "$name: exit code $code (want 1): $(cat "$work/stderr")"; return; fi
+  if [ "$lines" != 1 ]; then fail "$name: $lines lines on stderr: $(cat "$work/stderr")"; return; fi
+  if ! grep -q "^error: .*$want" "$work/stderr"; then
+    fail "$name: message lacks '$want': $(cat "$work/stderr")"; return
+  fi
+  if [ -e "$dir" ]; then fail "$name: created the output folder"; return; fi
+  pass
+}
+base=(train --model_name_or_path "$work/model" --do_train --max_seq_length 16)
+files=(--train_file "$work/train.tsv" --validation_file "$work/dev.tsv")
+
+expect_error missing-model "nope" train --model_name_or_path "$work/nope" "${files[@]}" --do_train
+expect_error missing-data "missing.tsv" "${base[@]}" --train_file "$work/missing.tsv"
+printf 'sentence\tlabel\nthe movie\t1\nthe film\n' >"$work/short_row.tsv"
+expect_error short-row "short_row.tsv:3" "${base[@]}" --train_file "$work/short_row.tsv"
+printf 'sentence\tlabel\nthe movie\t1\nthe \xff film\t0\n' >"$work/bad_utf8.tsv"
+expect_error invalid-utf8 "UTF-8" "${base[@]}" --train_file "$work/bad_utf8.tsv"
+printf 'sentence\tlabel\n' >"$work/empty.tsv"
+expect_error empty-split "empty.tsv" "${base[@]}" --train_file "$work/empty.tsv"
+expect_error unknown-task "unknown task" "${base[@]}" --task_name mrpcc --data_dir "$work"
+mkdir -p "$work/glue/MRPC"
+printf '\xef\xbb\xbfQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n2\t1\t2\tthe movie\tthe film\n' \
+  >"$work/glue/MRPC/train.tsv"
+expect_error bad-label "label" "${base[@]}" --task_name mrpc --data_dir "$work/glue"
+mkdir -p "$work/glue/STS-B"
+printf 'index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n0\tg\tf\ty\t0\ts\ts\tthe movie\tthe film\tmany\n' \
+  >"$work/glue/STS-B/train.tsv"
+expect_error bad-score "score" "${base[@]}" --task_name stsb --data_dir "$work/glue"
+expect_error label-count "labels" train --model_name_or_path "$work/model3" --do_train --task_name mrpc \
+  --data_dir "$(dirname "$0")/../../data/glue" --max_seq_length 16
+mkdir -p "$work/full_dir" && touch "$work/full_dir/x"
+"$cpuft" "${base[@]}" "${files[@]}" --output_dir "$work/full_dir" >/dev/null 2>"$work/stderr"
+[ $? = 1 ] && grep -q "overwrite_output_dir" "$work/stderr" && [ "$(wc -l <"$work/stderr")" = 1 ] &&
+  pass || fail "non-empty output_dir: $(cat "$work/stderr")"
+expect_error both-sources "not both" "${base[@]}" "${files[@]}" --task_name mrpc --data_dir "$work"
+expect_error nothing-to-do "nothing to do" train --model_name_or_path "$work/model" "${files[@]}"
+expect_error bad-batch "per_device_train_batch_size" "${base[@]}" "${files[@]}" \
+  --per_device_train_batch_size 0
+cp -r "$work/model" "$work/truncated"
+head -c 5000 "$work/model/model.safetensors" >"$work/truncated/model.safetensors"
+expect_error truncated-weights "model.safetensors" train --model_name_or_path "$work/truncated" \
+  --do_train "${files[@]}"
+cp -r "$work/model" "$work/badcfg"
+sed -i 's/"hidden_size": 32/"hidden_size": "32"/' "$work/badcfg/config.json"
+expect_error bad-config "hidden_size" train --model_name_or_path "$work/badcfg" --do_train "${files[@]}"
+
+echo "$passes passed, $failures failed"
+[ "$failures" = 0 ]
