@@ -70,17 +70,20 @@ int run(int argc, char** argv) {
   TrainConfig predict_config;
   CLI::App* predict = app.add_subcommand(
       "predict", "Predict with a fine-tuned output folder; writes predictions and logits");
-  predict->add_option("--model_name_or_path", predict_config.model_name_or_path,
-                      "Fine-tuned model folder (an output_dir of cpuft train)")
+  predict
+      ->add_option("--model_name_or_path", predict_config.model_name_or_path,
+                   "Fine-tuned model folder (an output_dir of cpuft train)")
       ->required();
   predict->add_option("--test_file", predict_config.test_file, "Data file (.csv, .tsv, .json)");
   predict->add_option("--task_name", predict_config.task_name, "GLUE task (uses its test split)");
   predict->add_option("--data_dir", predict_config.data_dir, "GLUE data folder, with --task_name");
-  predict->add_option("--output_dir", predict_config.output_dir, "Where predictions go")->required();
+  predict->add_option("--output_dir", predict_config.output_dir, "Where predictions go")
+      ->required();
   predict->add_option("--max_seq_length", predict_config.max_seq_length, "Longest input")
       ->capture_default_str();
-  predict->add_option("--per_device_eval_batch_size", predict_config.per_device_eval_batch_size,
-                      "Sequences per batch")
+  predict
+      ->add_option("--per_device_eval_batch_size", predict_config.per_device_eval_batch_size,
+                   "Sequences per batch")
       ->capture_default_str();
 
   CLI::App* env = app.add_subcommand("env", "Print the kernels, oneDNN version and threads in use");

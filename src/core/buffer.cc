@@ -25,7 +25,9 @@ void* allocate_aligned_zeroed(std::size_t bytes) {
   return p;
 }
 
-void free_aligned(void* p) noexcept { std::free(p); }
+void free_aligned(void* p) noexcept {
+  std::free(p);
+}
 
 void zero_bytes(void* p, std::size_t bytes) {
   if (bytes != 0) std::memset(p, 0, bytes);

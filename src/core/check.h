@@ -32,15 +32,15 @@ std::string str(const Args&... args) {
 }  // namespace cpuft
 
 // Internal invariant: CPUFT_CHECK(n > 0, "n=", n). Message gets "file:line: check failed".
-#define CPUFT_CHECK(condition, ...)                                                      \
-  do {                                                                                   \
-    if (!(condition)) [[unlikely]]                                                       \
+#define CPUFT_CHECK(condition, ...)                                                            \
+  do {                                                                                         \
+    if (!(condition)) [[unlikely]]                                                             \
       ::cpuft::throw_check_failure(__FILE__, __LINE__, #condition, ::cpuft::str(__VA_ARGS__)); \
   } while (0)
 
 // Input validation: CPUFT_REQUIRE(ok, "config.json: field 'x' must be ..."). Message only.
-#define CPUFT_REQUIRE(condition, ...)                              \
-  do {                                                             \
-    if (!(condition)) [[unlikely]]                                 \
-      throw ::cpuft::Error(::cpuft::str(__VA_ARGS__));             \
+#define CPUFT_REQUIRE(condition, ...)                  \
+  do {                                                 \
+    if (!(condition)) [[unlikely]]                     \
+      throw ::cpuft::Error(::cpuft::str(__VA_ARGS__)); \
   } while (0)

@@ -68,7 +68,8 @@ TEST(Philox, StreamsDiffer) {
   std::set<uint64_t> streams;
   for (uint32_t layer = 0; layer < 24; ++layer)
     for (uint32_t site = 0; site < 4; ++site)
-      for (uint32_t rank = 0; rank < 8; ++rank) streams.insert(dropout_stream(7, rank, layer, site));
+      for (uint32_t rank = 0; rank < 8; ++rank)
+        streams.insert(dropout_stream(7, rank, layer, site));
   EXPECT_EQ(streams.size(), 24u * 4u * 8u);
 }
 

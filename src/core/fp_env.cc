@@ -1,8 +1,8 @@
 #include "core/fp_env.h"
 
 #include <omp.h>
-#include <xmmintrin.h>
 #include <pmmintrin.h>
+#include <xmmintrin.h>
 
 namespace cpuft {
 

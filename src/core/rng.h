@@ -18,7 +18,7 @@ struct RngKey {
 
 // Stream id for a dropout site: unique per (step, rank, layer, site).
 constexpr uint64_t dropout_stream(uint64_t step, uint32_t rank, uint32_t layer, uint32_t site) {
-  return (step << 24) ^ (uint64_t{rank} << 16) ^ (uint64_t{layer} << 8) ^ uint64_t{site};
+  return (step << 24) ^ (uint64_t{rank} << 16) ^ (uint64_t{layer} << 8) ^ uint64_t { site };
 }
 
 // Four 32-bit random words for counter block `block` of stream `key`.

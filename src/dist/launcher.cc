@@ -47,10 +47,15 @@ std::optional<View> read_view(const Env& env, const std::string& launcher,
   const std::string* local_rank = local_rank_var.empty() ? nullptr : lookup(env, local_rank_var);
   const std::string* local_size = local_size_var.empty() ? nullptr : lookup(env, local_size_var);
   if (!rank && !size && !local_rank && !local_size) return std::nullopt;
-  CPUFT_REQUIRE(rank && size, launcher, " launch: ", rank ? rank_var : size ? size_var : local_rank ? local_rank_var : local_size_var,
-                " is set but ", rank ? size_var : rank_var,
-                " is not; these variables must be set together (a partial set would make every "
-                "process believe it is alone)");
+  if (!rank || !size) {
+    const std::string& set = rank         ? rank_var
+                             : size       ? size_var
+                             : local_rank ? local_rank_var
+                                          : local_size_var;
+    throw Error(str(launcher, " launch: ", set, " is set but ", rank ? size_var : rank_var,
+                    " is not; these variables must be set together (a partial set would make "
+                    "every process believe it is alone)"));
+  }
   View view;
   view.launcher = launcher;
   view.rank_var = rank_var;
@@ -93,8 +98,8 @@ std::optional<View> read_slurm(const Env& env) {
   std::optional<View> view =
       read_view(env, "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "");
   if (!view) return view;
-  for (const char* name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE",
-                           "SLURM_TASKS_PER_NODE"}) {
+  for (const char* name :
+       {"SLURM_STEP_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
     const std::string* value = lookup(env, name);
     if (!value) continue;
     const std::vector<int> counts = expand_tasks_per_node(name, *value);
@@ -119,10 +124,10 @@ std::optional<View> read_slurm(const Env& env) {
 }
 
 void require_agreement(const View& a, const View& b) {
-  CPUFT_REQUIRE(a.rank == b.rank && a.world_size == b.world_size, "launchers disagree: ",
-                a.launcher, " says rank ", a.rank, " of ", a.world_size, " (", a.rank_var, "/",
-                a.size_var, ") but ", b.launcher, " says rank ", b.rank, " of ", b.world_size,
-                " (", b.rank_var, "/", b.size_var,
+  CPUFT_REQUIRE(a.rank == b.rank && a.world_size == b.world_size,
+                "launchers disagree: ", a.launcher, " says rank ", a.rank, " of ", a.world_size,
+                " (", a.rank_var, "/", a.size_var, ") but ", b.launcher, " says rank ", b.rank,
+                " of ", b.world_size, " (", b.rank_var, "/", b.size_var,
                 "); unset the stale variables or launch with one launcher");
 }
 
@@ -130,8 +135,8 @@ void require_agreement(const View& a, const View& b) {
 
 std::string LaunchInfo::describe() const {
   if (!launched()) return "none: single process";
-  std::string text = str(launcher, ": rank ", rank, " of ", world_size, ", local rank ",
-                         local_rank, " of ", local_size);
+  std::string text = str(launcher, ": rank ", rank, " of ", world_size, ", local rank ", local_rank,
+                         " of ", local_size);
   if (!master_addr.empty()) text += str(", master ", master_addr, ":", master_port);
   return text;
 }
@@ -147,8 +152,8 @@ LaunchInfo detect_launch(const Env& env) {
   const bool srun_pmi_rank = slurm && lookup(env, "PMI_RANK") && !lookup(env, "PMI_SIZE");
   if (srun_pmi_rank) {
     CPUFT_REQUIRE(parse_count("PMI_RANK", *lookup(env, "PMI_RANK")) == slurm->rank,
-                  "launchers disagree: PMI_RANK=", *lookup(env, "PMI_RANK"), " but SLURM_PROCID=",
-                  slurm->rank);
+                  "launchers disagree: PMI_RANK=", *lookup(env, "PMI_RANK"),
+                  " but SLURM_PROCID=", slurm->rank);
   } else if (auto v = read_view(env, "hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
                                 "MPI_LOCALNRANKS")) {
     mpi_views.push_back(*v);
@@ -208,12 +213,27 @@ LaunchInfo detect_launch(const Env& env) {
 }
 
 LaunchInfo detect_launch_from_process_env() {
-  static const char* const kNames[] = {
-      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-      "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
-      "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID",
-      "SLURM_STEP_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "RANK",
-      "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+  static const char* const kNames[] = {"OMPI_COMM_WORLD_RANK",
+                                       "OMPI_COMM_WORLD_SIZE",
+                                       "OMPI_COMM_WORLD_LOCAL_RANK",
+                                       "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                       "PMI_RANK",
+                                       "PMI_SIZE",
+                                       "MPI_LOCALRANKID",
+                                       "MPI_LOCALNRANKS",
+                                       "SLURM_PROCID",
+                                       "SLURM_NTASKS",
+                                       "SLURM_LOCALID",
+                                       "SLURM_NODEID",
+                                       "SLURM_STEP_TASKS_PER_NODE",
+                                       "SLURM_NTASKS_PER_NODE",
+                                       "SLURM_TASKS_PER_NODE",
+                                       "RANK",
+                                       "WORLD_SIZE",
+                                       "LOCAL_RANK",
+                                       "LOCAL_WORLD_SIZE",
+                                       "MASTER_ADDR",
+                                       "MASTER_PORT"};
   Env env;
   for (const char* name : kNames)
     if (const char* value = std::getenv(name)) env[name] = value;

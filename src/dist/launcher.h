@@ -3,7 +3,8 @@
 // One place reads the launchers' environment variables, so the classic multi-process traps are
 // loud instead of silent:
 //   - N processes that each think they are rank 0 of 1 ("N separate models"): the communicator
-//     compares this LaunchInfo with what MPI itself sees (make_communicator) and refuses a mismatch;
+//     compares this LaunchInfo with what MPI itself sees (make_communicator) and refuses a
+//     mismatch;
 //   - a local rank derived from the global rank: never done; a launcher that gives no local rank
 //     with world_size > 1 is refused;
 //   - partial or contradictory variables (RANK without WORLD_SIZE, stale torchrun-style variables
@@ -30,8 +31,8 @@ struct LaunchInfo {
   std::string launcher = "none";  // "openmpi", "hydra", "slurm", "torchrun", "none"
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;  // rank among the processes on this host
-  int local_size = 1;  // processes on this host
+  int local_rank = 0;       // rank among the processes on this host
+  int local_size = 1;       // processes on this host
   std::string master_addr;  // torchrun-style only ("" otherwise)
   int master_port = 0;      // torchrun-style only (0 otherwise)
 

@@ -1,10 +1,10 @@
 #include "io/bert_checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
-#include <unistd.h>
 
 #include "core/check.h"
 
@@ -19,8 +19,9 @@ class BertCheckpoint : public ::testing::Test {
  protected:
   BertConfig config = parse_bert_config(kConfig, "config.json");
   ParamLayout layout{config};
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("cpuft_ckpt_" + std::to_string(::getpid()))).string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("cpuft_ckpt_" + std::to_string(::getpid())))
+          .string();
 
   void SetUp() override { std::filesystem::create_directories(dir); }
   void TearDown() override { std::filesystem::remove_all(dir); }
@@ -125,8 +126,9 @@ TEST_F(BertCheckpoint, WrongShapeNamesTensorAndShapes) {
   }
   const std::string path = dir + "/wrong.safetensors";
   write_safetensors(path, tensors);
-  EXPECT_EQ(load_error(path), path + ": tensor 'classifier.weight' has shape [4, 8], the config "
-                                     "needs [3, 8]");
+  EXPECT_EQ(load_error(path), path +
+                                  ": tensor 'classifier.weight' has shape [4, 8], the config "
+                                  "needs [3, 8]");
 }
 
 TEST_F(BertCheckpoint, TwoNamesForOneParameterIsAnError) {
@@ -148,8 +150,8 @@ TEST_F(BertCheckpoint, LayerBeyondConfigIsAnError) {
   for (const ParamSpec& spec : layout.specs())
     tensors.push_back({spec.name, spec.shape, params.data() + spec.offset});
   const ParamSpec& bias = layout.at("bert.encoder.layer.0.output.dense.bias");
-  tensors.push_back({"bert.encoder.layer.2.output.dense.bias", bias.shape,
-                     params.data() + bias.offset});
+  tensors.push_back(
+      {"bert.encoder.layer.2.output.dense.bias", bias.shape, params.data() + bias.offset});
   const std::string path = dir + "/extra.safetensors";
   write_safetensors(path, tensors);
   EXPECT_NE(load_error(path).find("tensor 'bert.encoder.layer.2.output.dense.bias' has no place"),

@@ -37,7 +37,8 @@ class SafetensorsFile {
  public:
   // Reads and validates the whole file. `path` also names the file in error messages.
   static SafetensorsFile open(const std::string& path);
-  // Validates an in-memory image of a file (used by the fuzzer and tests); `label` names it in errors.
+  // Validates an in-memory image of a file (used by the fuzzer and tests); `label` names it in
+  // errors.
   static SafetensorsFile from_bytes(std::vector<std::byte> bytes, std::string label);
 
   const std::string& label() const { return label_; }
@@ -45,8 +46,8 @@ class SafetensorsFile {
   const TensorInfo* find(const std::string& name) const;               // nullptr if absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
-  // Converts a float tensor (F32, F16, BF16, F64) to F32 into out[numel]. Throws naming the file and
-  // tensor for a non-float dtype.
+  // Converts a float tensor (F32, F16, BF16, F64) to F32 into out[numel]. Throws naming the file
+  // and tensor for a non-float dtype.
   void read_f32(const TensorInfo& tensor, float* out) const;
   std::vector<float> read_f32(const std::string& name) const;  // throws if absent
   // Reads an integer tensor (I64, I32, I16, I8, U8, BOOL) widened to int64.

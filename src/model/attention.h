@@ -20,7 +20,8 @@ struct AttentionDims {
 
 // Where each (sequence, head) block of attention probabilities lives in the probs buffer:
 // block (s, h) is T_s x T_s floats at prob_offsets[s] + h * T_s * T_s.
-void attention_prob_offsets(int64_t* prob_offsets, const int64_t* seq_offsets, int64_t B, int64_t H);
+void attention_prob_offsets(int64_t* prob_offsets, const int64_t* seq_offsets, int64_t B,
+                            int64_t H);
 
 // ctx(N, D) = softmax(Q K^T / sqrt(Dh)) [dropout] V per sequence and head. Writes probs (before
 // dropout; backward regenerates the mask). scratch: per OpenMP thread, 2 * T_max^2 floats.

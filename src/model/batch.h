@@ -14,9 +14,10 @@ struct Batch {
   std::vector<int32_t> input_ids;       // (N) all sequences concatenated
   std::vector<int32_t> token_type_ids;  // (N)
   std::vector<int32_t> position_ids;    // (N) 0..T_s-1 within each sequence
-  std::vector<int64_t> seq_offsets{0};  // (B+1) sequence s is tokens [seq_offsets[s], seq_offsets[s+1])
-  std::vector<int32_t> labels;          // (B) class ids (classification)
-  std::vector<float> targets;           // (B) scores (regression)
+  std::vector<int64_t> seq_offsets{
+      0};                       // (B+1) sequence s is tokens [seq_offsets[s], seq_offsets[s+1])
+  std::vector<int32_t> labels;  // (B) class ids (classification)
+  std::vector<float> targets;   // (B) scores (regression)
 
   int64_t num_tokens() const { return static_cast<int64_t>(input_ids.size()); }
   int64_t num_sequences() const { return static_cast<int64_t>(seq_offsets.size()) - 1; }

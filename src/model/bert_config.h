@@ -24,8 +24,8 @@ struct BertConfig {
   double classifier_dropout = -1;  // < 0: null in config.json, use hidden_dropout_prob
   double initializer_range = 0.02;
   double layer_norm_eps = 1e-12;
-  int64_t num_labels = 2;  // K; 1 means regression
-  std::string problem_type;  // "", "single_label_classification", "regression"
+  int64_t num_labels = 2;             // K; 1 means regression
+  std::string problem_type;           // "", "single_label_classification", "regression"
   std::vector<std::string> id2label;  // num_labels entries ("LABEL_0", ... by default)
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }  // Dh

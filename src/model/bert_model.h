@@ -52,7 +52,8 @@ class BertModel {
                 bool with_loss = true, float loss_scale = 1.0f);
   // Backward of the last forward (which must have had with_loss). Parameter gradients ACCUMULATE
   // into `grads`.
-  void backward(const BertParams& params, const BertParams& grads, GradListener* listener = nullptr);
+  void backward(const BertParams& params, const BertParams& grads,
+                GradListener* listener = nullptr);
 
   const float* logits() const;  // (B, K) of the last forward
   const BertConfig& config() const { return config_; }

@@ -38,10 +38,10 @@ struct LayerActivations {
 
 // Buffers shared by all layers, overwritten by each.
 struct EncoderScratch {
-  float* nd[3];            // 3 x (N, D)
-  float* nf;               // (N, F)
-  float* n3d;              // (N, 3D)
-  float* attention;        // per thread attention scratch
+  float* nd[3];      // 3 x (N, D)
+  float* nf;         // (N, F)
+  float* n3d;        // (N, 3D)
+  float* attention;  // per thread attention scratch
   int64_t attention_per_thread;
 };
 
@@ -73,7 +73,8 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
                            const EncoderDims& dims, const RngKey keys[3],
                            const EncoderScratch& scratch);
 
-// d_x (N, D) overwritten from d_out (N, D); parameter gradients g accumulate. x is the forward input.
+// d_x (N, D) overwritten from d_out (N, D); parameter gradients g accumulate. x is the forward
+// input.
 void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const LayerActivations& a, const LayerParams& p, const LayerParams& g,
                             const EncoderPlans& plans, const PackedBatch& batch,

@@ -64,7 +64,8 @@ TEST(BertConfig, ErrorsNameTheField) {
   bad_heads.replace(bad_heads.find("\"num_attention_heads\": 4"), 24, "\"num_attention_heads\": 5");
   EXPECT_NE(expect_error(bad_heads).find("not a multiple"), std::string::npos);
   std::string bad_dropout = kTinyConfig;
-  bad_dropout.replace(bad_dropout.find("\"num_labels\""), 12, "\"hidden_dropout_prob\": 1.5, \"num_labels\"");
+  bad_dropout.replace(bad_dropout.find("\"num_labels\""), 12,
+                      "\"hidden_dropout_prob\": 1.5, \"num_labels\"");
   EXPECT_NE(expect_error(bad_dropout).find("hidden_dropout_prob"), std::string::npos);
 }
 

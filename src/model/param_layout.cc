@@ -4,7 +4,9 @@
 
 namespace cpuft {
 
-int pooler_layer(const BertConfig& config) { return static_cast<int>(config.num_hidden_layers); }
+int pooler_layer(const BertConfig& config) {
+  return static_cast<int>(config.num_hidden_layers);
+}
 int classifier_layer(const BertConfig& config) {
   return static_cast<int>(config.num_hidden_layers) + 1;
 }

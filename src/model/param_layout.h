@@ -25,12 +25,12 @@ int pooler_layer(const BertConfig& config);      // L
 int classifier_layer(const BertConfig& config);  // L + 1
 
 struct ParamSpec {
-  std::string name;            // HF name in BertForSequenceClassification, e.g. "bert.pooler.dense.bias"
+  std::string name;  // HF name in BertForSequenceClassification, e.g. "bert.pooler.dense.bias"
   std::vector<int64_t> shape;  // as HF stores it; nn.Linear weights are (out, in)
   int64_t offset = 0;          // in floats, from the start of the flat buffer
   int64_t numel = 0;
-  int layer = 0;               // kEmbeddingsLayer, 0..L-1, pooler_layer, classifier_layer
-  bool decays = true;          // false for biases and LayerNorm weights (HF Trainer's rule)
+  int layer = 0;       // kEmbeddingsLayer, 0..L-1, pooler_layer, classifier_layer
+  bool decays = true;  // false for biases and LayerNorm weights (HF Trainer's rule)
 };
 
 class ParamLayout {
@@ -38,8 +38,8 @@ class ParamLayout {
   explicit ParamLayout(const BertConfig& config);
 
   const std::vector<ParamSpec>& specs() const { return specs_; }
-  const ParamSpec* find(const std::string& name) const;  // nullptr if unknown
-  const ParamSpec& at(const std::string& name) const;    // CPUFT_CHECK if unknown
+  const ParamSpec* find(const std::string& name) const;   // nullptr if unknown
+  const ParamSpec& at(const std::string& name) const;     // CPUFT_CHECK if unknown
   int64_t total_floats() const { return total_floats_; }  // buffer size, padding included
   // [begin, end) float range holding all parameters of `layer`.
   std::pair<int64_t, int64_t> layer_range(int layer) const;

@@ -38,7 +38,8 @@ class AdamW {
 };
 
 // Global L2 norm of all gradients; when above max_norm (> 0) scales them by
-// max_norm / (norm + 1e-6) as torch.nn.utils.clip_grad_norm_ does. Returns the norm before clipping.
+// max_norm / (norm + 1e-6) as torch.nn.utils.clip_grad_norm_ does. Returns the norm before
+// clipping.
 double clip_grad_norm(float* grads, int64_t n, double max_norm);
 
 }  // namespace cpuft

@@ -30,9 +30,8 @@ double LrSchedule::lr(int64_t step) const {
       factor = step < warmup_steps ? s / std::max(1.0, warmup) : 1.0;
       break;
     case ScheduleKind::linear:
-      factor = step < warmup_steps
-                   ? s / std::max(1.0, warmup)
-                   : std::max(0.0, (total - s) / std::max(1.0, total - warmup));
+      factor = step < warmup_steps ? s / std::max(1.0, warmup)
+                                   : std::max(0.0, (total - s) / std::max(1.0, total - warmup));
       break;
     case ScheduleKind::cosine: {
       if (step < warmup_steps) {

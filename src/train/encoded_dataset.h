@@ -14,12 +14,12 @@
 namespace cpuft {
 
 struct EncodedDataset {
-  std::vector<int32_t> input_ids;       // all examples concatenated
+  std::vector<int32_t> input_ids;  // all examples concatenated
   std::vector<int32_t> token_type_ids;
-  std::vector<int64_t> offsets{0};      // example i is [offsets[i], offsets[i+1])
-  std::vector<int32_t> labels;          // classification; -1 when unlabelled
-  std::vector<float> scores;            // regression
-  std::vector<int64_t> indices;         // the example's index (test id or row number)
+  std::vector<int64_t> offsets{0};  // example i is [offsets[i], offsets[i+1])
+  std::vector<int32_t> labels;      // classification; -1 when unlabelled
+  std::vector<float> scores;        // regression
+  std::vector<int64_t> indices;     // the example's index (test id or row number)
   bool has_labels = false;
 
   int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }

@@ -68,7 +68,7 @@ std::string fmt(double v) {
 }  // namespace
 
 std::string training_curves_svg(const nlohmann::json& log_history, const std::string& title) {
-  std::vector<std::pair<double, double>> loss;                        // (step, loss)
+  std::vector<std::pair<double, double>> loss;                          // (step, loss)
   std::map<std::string, std::vector<std::pair<double, double>>> evals;  // metric -> points
   for (const nlohmann::json& entry : log_history) {
     if (!entry.contains("step")) continue;
@@ -94,14 +94,14 @@ std::string training_curves_svg(const nlohmann::json& log_history, const std::st
   auto y_loss = [&](double l) { return top + plot_h * (1 - l / max_loss); };
   auto y_metric = [&](double v) { return top + plot_h * (1 - std::clamp(v, 0.0, 1.0)); };
 
-  std::string svg = str("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", width,
-                        "\" height=\"", height, "\" font-family=\"sans-serif\" font-size=\"12\">\n",
+  std::string svg = str("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", width, "\" height=\"",
+                        height, "\" font-family=\"sans-serif\" font-size=\"12\">\n",
                         "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
   svg += str("<text x=\"", width / 2, "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">", title,
              "</text>\n");
   svg += str("<line x1=\"", left, "\" y1=\"", top + plot_h, "\" x2=\"", left + plot_w, "\" y2=\"",
-             top + plot_h, "\" stroke=\"black\"/>\n<line x1=\"", left, "\" y1=\"", top,
-             "\" x2=\"", left, "\" y2=\"", top + plot_h, "\" stroke=\"black\"/>\n");
+             top + plot_h, "\" stroke=\"black\"/>\n<line x1=\"", left, "\" y1=\"", top, "\" x2=\"",
+             left, "\" y2=\"", top + plot_h, "\" stroke=\"black\"/>\n");
   svg += str("<text x=\"", left + plot_w / 2, "\" y=\"", height - 12,
              "\" text-anchor=\"middle\">step (max ", fmt(max_step), ")</text>\n");
   svg += str("<text x=\"14\" y=\"", top + plot_h / 2, "\" transform=\"rotate(-90 14 ",
@@ -113,10 +113,11 @@ std::string training_curves_svg(const nlohmann::json& log_history, const std::st
     svg += "\"/>\n";
   }
   if (!evals.empty()) {
-    svg += str("<line x1=\"", left + plot_w, "\" y1=\"", top, "\" x2=\"", left + plot_w,
-               "\" y2=\"", top + plot_h, "\" stroke=\"black\"/>\n");
+    svg += str("<line x1=\"", left + plot_w, "\" y1=\"", top, "\" x2=\"", left + plot_w, "\" y2=\"",
+               top + plot_h, "\" stroke=\"black\"/>\n");
     svg += str("<text x=\"", width - 14, "\" y=\"", top + plot_h / 2, "\" transform=\"rotate(90 ",
-               width - 14, " ", top + plot_h / 2, ")\" text-anchor=\"middle\">eval metric (0-1)</text>\n");
+               width - 14, " ", top + plot_h / 2,
+               ")\" text-anchor=\"middle\">eval metric (0-1)</text>\n");
   }
   const char* colors[] = {"#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
   size_t c = 0;
@@ -128,8 +129,8 @@ std::string training_curves_svg(const nlohmann::json& log_history, const std::st
     for (auto [s, v] : points)
       svg += str("<circle cx=\"", x(s), "\" cy=\"", y_metric(v), "\" r=\"3\" fill=\"", color,
                  "\"/>\n");
-    svg += str("<text x=\"", left + 10, "\" y=\"", top + 14 + 14 * static_cast<double>(c), "\" fill=\"", color,
-               "\">", key, " (last ", fmt(points.back().second), ")</text>\n");
+    svg += str("<text x=\"", left + 10, "\" y=\"", top + 14 + 14 * static_cast<double>(c),
+               "\" fill=\"", color, "\">", key, " (last ", fmt(points.back().second), ")</text>\n");
   }
   svg += "</svg>\n";
   return svg;

@@ -25,9 +25,8 @@ std::string format_duration(double seconds) {
 void Progress::update(int64_t step, double loss, double samples_per_second) {
   if (!enabled_) return;
   const double elapsed = watch_.seconds();
-  const double eta = step > 0 ? elapsed / static_cast<double>(step) *
-                                    static_cast<double>(total_ - step)
-                              : -1;
+  const double eta =
+      step > 0 ? elapsed / static_cast<double>(step) * static_cast<double>(total_ - step) : -1;
   const int width = 30;
   const int filled = total_ > 0 ? static_cast<int>(width * step / total_) : 0;
   std::string bar(static_cast<size_t>(filled), '#');

@@ -81,7 +81,8 @@ std::map<std::string, double> task_metrics(const TaskData& task,
   return glue_metrics(task.definition, predicted, labels);
 }
 
-std::map<std::string, double> task_metrics(const TaskData& task, const std::vector<float>& predicted,
+std::map<std::string, double> task_metrics(const TaskData& task,
+                                           const std::vector<float>& predicted,
                                            const std::vector<float>& scores) {
   return glue_metrics(task.definition, predicted, scores);
 }

@@ -20,9 +20,9 @@ struct NamedDataset {
 };
 
 struct TaskData {
-  std::string task_name;                // GLUE task name, or "" for data files
-  GlueTask definition;                  // the task's row, or data_file_task() for data files
-  std::vector<std::string> label_names; // empty for regression
+  std::string task_name;                 // GLUE task name, or "" for data files
+  GlueTask definition;                   // the task's row, or data_file_task() for data files
+  std::vector<std::string> label_names;  // empty for regression
   bool regression = false;
   std::optional<Dataset> train;
   std::vector<NamedDataset> eval, test;
@@ -35,9 +35,11 @@ TaskData load_task_data(const TrainConfig& config, const BertConfig& model_confi
 
 // Metrics of predictions against labels: the GLUE metric of the task, or accuracy (classification)
 // / mse (regression) for data files, as run_glue.py chooses.
-std::map<std::string, double> task_metrics(const TaskData& task, const std::vector<int32_t>& predicted,
+std::map<std::string, double> task_metrics(const TaskData& task,
+                                           const std::vector<int32_t>& predicted,
                                            const std::vector<int32_t>& labels);
-std::map<std::string, double> task_metrics(const TaskData& task, const std::vector<float>& predicted,
+std::map<std::string, double> task_metrics(const TaskData& task,
+                                           const std::vector<float>& predicted,
                                            const std::vector<float>& scores);
 
 }  // namespace cpuft

@@ -48,56 +48,83 @@ FlagBinding make_binding(T& field, std::string help) {
 
 std::map<std::string, FlagBinding> bindings(TrainConfig& c) {
   std::map<std::string, FlagBinding> m;
-  m["model_name_or_path"] = make_binding(c.model_name_or_path, "Hugging Face model folder (config.json, model.safetensors, vocab.txt)");
-  m["task_name"] = make_binding(c.task_name, "GLUE task: cola sst2 mrpc stsb qqp mnli qnli rte wnli");
-  m["data_dir"] = make_binding(c.data_dir, "Folder with the GLUE task folders (CoLA, MRPC, ...) [cpuft]");
-  m["train_file"] = make_binding(c.train_file, "Training data: .csv, .tsv or .json(l) with sentence1[, sentence2], label");
-  m["validation_file"] = make_binding(c.validation_file, "Evaluation data, same format as --train_file");
+  m["model_name_or_path"] =
+      make_binding(c.model_name_or_path,
+                   "Hugging Face model folder (config.json, model.safetensors, vocab.txt)");
+  m["task_name"] =
+      make_binding(c.task_name, "GLUE task: cola sst2 mrpc stsb qqp mnli qnli rte wnli");
+  m["data_dir"] =
+      make_binding(c.data_dir, "Folder with the GLUE task folders (CoLA, MRPC, ...) [cpuft]");
+  m["train_file"] = make_binding(
+      c.train_file, "Training data: .csv, .tsv or .json(l) with sentence1[, sentence2], label");
+  m["validation_file"] =
+      make_binding(c.validation_file, "Evaluation data, same format as --train_file");
   m["test_file"] = make_binding(c.test_file, "Prediction data, same format (label optional)");
-  m["max_seq_length"] = make_binding(c.max_seq_length, "Longest tokenized input; longer pairs are truncated (longest_first)");
-  m["pad_to_max_length"] = make_binding(c.pad_to_max_length, "Accepted for compatibility: cpuft never computes on padding, results are identical");
-  m["max_train_samples"] = make_binding(c.max_train_samples, "Use only the first N training examples");
-  m["max_eval_samples"] = make_binding(c.max_eval_samples, "Use only the first N evaluation examples");
-  m["max_predict_samples"] = make_binding(c.max_predict_samples, "Use only the first N prediction examples");
+  m["max_seq_length"] = make_binding(
+      c.max_seq_length, "Longest tokenized input; longer pairs are truncated (longest_first)");
+  m["pad_to_max_length"] = make_binding(
+      c.pad_to_max_length,
+      "Accepted for compatibility: cpuft never computes on padding, results are identical");
+  m["max_train_samples"] =
+      make_binding(c.max_train_samples, "Use only the first N training examples");
+  m["max_eval_samples"] =
+      make_binding(c.max_eval_samples, "Use only the first N evaluation examples");
+  m["max_predict_samples"] =
+      make_binding(c.max_predict_samples, "Use only the first N prediction examples");
   m["do_train"] = make_binding(c.do_train, "Fine-tune");
   m["do_eval"] = make_binding(c.do_eval, "Evaluate on the dev split at the end");
   m["do_predict"] = make_binding(c.do_predict, "Write predictions for the test split");
   m["output_dir"] = make_binding(c.output_dir, "Where the model, results and checkpoints go");
   m["overwrite_output_dir"] = make_binding(c.overwrite_output_dir, "Allow a non-empty output_dir");
-  m["resume_from_checkpoint"] = make_binding(c.resume_from_checkpoint, "checkpoint-N folder to continue from");
-  m["per_device_train_batch_size"] = make_binding(c.per_device_train_batch_size, "Training sequences per step per process");
-  m["per_device_eval_batch_size"] = make_binding(c.per_device_eval_batch_size, "Evaluation sequences per batch per process");
-  m["gradient_accumulation_steps"] = make_binding(c.gradient_accumulation_steps, "Micro-batches per optimizer step");
+  m["resume_from_checkpoint"] =
+      make_binding(c.resume_from_checkpoint, "checkpoint-N folder to continue from");
+  m["per_device_train_batch_size"] =
+      make_binding(c.per_device_train_batch_size, "Training sequences per step per process");
+  m["per_device_eval_batch_size"] =
+      make_binding(c.per_device_eval_batch_size, "Evaluation sequences per batch per process");
+  m["gradient_accumulation_steps"] =
+      make_binding(c.gradient_accumulation_steps, "Micro-batches per optimizer step");
   m["learning_rate"] = make_binding(c.learning_rate, "Peak learning rate of AdamW");
-  m["weight_decay"] = make_binding(c.weight_decay, "Decoupled weight decay (not on biases and LayerNorm weights)");
+  m["weight_decay"] =
+      make_binding(c.weight_decay, "Decoupled weight decay (not on biases and LayerNorm weights)");
   m["adam_beta1"] = make_binding(c.adam_beta1, "AdamW beta1");
   m["adam_beta2"] = make_binding(c.adam_beta2, "AdamW beta2");
   m["adam_epsilon"] = make_binding(c.adam_epsilon, "AdamW epsilon");
-  m["max_grad_norm"] = make_binding(c.max_grad_norm, "Clip the global gradient norm to this (0: no clipping)");
+  m["max_grad_norm"] =
+      make_binding(c.max_grad_norm, "Clip the global gradient norm to this (0: no clipping)");
   m["num_train_epochs"] = make_binding(c.num_train_epochs, "Epochs (may be fractional)");
-  m["max_steps"] = make_binding(c.max_steps, "If > 0: total optimizer steps, overrides num_train_epochs");
-  m["lr_scheduler_type"] = make_binding(c.lr_scheduler_type, "linear, cosine, constant or constant_with_warmup");
+  m["max_steps"] =
+      make_binding(c.max_steps, "If > 0: total optimizer steps, overrides num_train_epochs");
+  m["lr_scheduler_type"] =
+      make_binding(c.lr_scheduler_type, "linear, cosine, constant or constant_with_warmup");
   m["warmup_ratio"] = make_binding(c.warmup_ratio, "Warmup as a fraction of the total steps");
   m["warmup_steps"] = make_binding(c.warmup_steps, "Warmup steps (overrides warmup_ratio)");
   m["seed"] = make_binding(c.seed, "Seed of the shuffling, dropout and new head");
-  m["group_by_length"] = make_binding(c.group_by_length, "Batch sequences of similar length together");
+  m["group_by_length"] =
+      make_binding(c.group_by_length, "Batch sequences of similar length together");
   m["bf16"] = make_binding(c.bf16, "bfloat16 matrix products (not yet available)");
   m["logging_strategy"] = make_binding(c.logging_strategy, "steps, epoch or no");
   m["logging_steps"] = make_binding(c.logging_steps, "Log the mean training loss every N steps");
-  m["eval_strategy"] = make_binding(c.eval_strategy, "Evaluate during training: no, steps or epoch");
+  m["eval_strategy"] =
+      make_binding(c.eval_strategy, "Evaluate during training: no, steps or epoch");
   m["evaluation_strategy"] = make_binding(c.eval_strategy, "Old name of --eval_strategy");
-  m["eval_steps"] = make_binding(c.eval_steps, "With --eval_strategy steps: every N steps (default logging_steps)");
+  m["eval_steps"] = make_binding(
+      c.eval_steps, "With --eval_strategy steps: every N steps (default logging_steps)");
   m["save_strategy"] = make_binding(c.save_strategy, "Save checkpoints: steps, epoch or no");
-  m["save_steps"] = make_binding(c.save_steps, "With --save_strategy steps: a checkpoint every N steps");
-  m["save_total_limit"] = make_binding(c.save_total_limit, "Keep at most N checkpoints (oldest deleted)");
-  m["save_logits"] = make_binding(c.save_logits, "With --do_predict, also write the logits [cpuft]");
+  m["save_steps"] =
+      make_binding(c.save_steps, "With --save_strategy steps: a checkpoint every N steps");
+  m["save_total_limit"] =
+      make_binding(c.save_total_limit, "Keep at most N checkpoints (oldest deleted)");
+  m["save_logits"] =
+      make_binding(c.save_logits, "With --do_predict, also write the logits [cpuft]");
   // Accepted and ignored: they change nothing in cpuft.
   static std::string ignored_string;
   static bool ignored_bool = false;
   m["report_to"] = make_binding(ignored_string, "Accepted and ignored");
   m["logging_dir"] = make_binding(ignored_string, "Accepted and ignored");
   m["cache_dir"] = make_binding(ignored_string, "Accepted and ignored");
-  m["disable_tqdm"] = make_binding(ignored_bool, "Accepted; the progress bar shows only on a terminal");
+  m["disable_tqdm"] =
+      make_binding(ignored_bool, "Accepted; the progress bar shows only on a terminal");
   m["overwrite_cache"] = make_binding(ignored_bool, "Accepted and ignored");
   return m;
 }
@@ -136,13 +163,14 @@ void validate_train_config(const TrainConfig& c) {
   require(!c.output_dir.empty(), "--output_dir is required");
   require(c.do_train || c.do_eval || c.do_predict,
           "nothing to do: give --do_train, --do_eval and/or --do_predict");
-  const bool files =
-      !c.train_file.empty() || !c.validation_file.empty() || !c.test_file.empty();
-  require(!(files && !c.task_name.empty()),
-          "give either --task_name (with --data_dir) or --train_file/--validation_file/--test_file, "
-          "not both");
-  require(files || !c.task_name.empty(),
-          "no data: give --task_name with --data_dir, or --train_file/--validation_file/--test_file");
+  const bool files = !c.train_file.empty() || !c.validation_file.empty() || !c.test_file.empty();
+  require(
+      !(files && !c.task_name.empty()),
+      "give either --task_name (with --data_dir) or --train_file/--validation_file/--test_file, "
+      "not both");
+  require(
+      files || !c.task_name.empty(),
+      "no data: give --task_name with --data_dir, or --train_file/--validation_file/--test_file");
   require(c.task_name.empty() || !c.data_dir.empty(),
           "--task_name needs --data_dir, the folder holding the GLUE task folders");
   require(!c.do_train || !c.task_name.empty() || !c.train_file.empty(),
@@ -168,13 +196,14 @@ void validate_train_config(const TrainConfig& c) {
   require(c.warmup_steps >= 0, "--warmup_steps must be >= 0");
   require(c.eval_strategy == "no" || c.eval_strategy == "steps" || c.eval_strategy == "epoch",
           "--eval_strategy must be no, steps or epoch");
-  require(c.eval_strategy == "no" || c.do_eval || !c.validation_file.empty() || !c.task_name.empty(),
-          "--eval_strategy needs evaluation data");
+  require(
+      c.eval_strategy == "no" || c.do_eval || !c.validation_file.empty() || !c.task_name.empty(),
+      "--eval_strategy needs evaluation data");
   require(c.save_strategy == "no" || c.save_strategy == "steps" || c.save_strategy == "epoch",
           "--save_strategy must be no, steps or epoch");
-  require(c.logging_strategy == "no" || c.logging_strategy == "steps" ||
-              c.logging_strategy == "epoch",
-          "--logging_strategy must be no, steps or epoch");
+  require(
+      c.logging_strategy == "no" || c.logging_strategy == "steps" || c.logging_strategy == "epoch",
+      "--logging_strategy must be no, steps or epoch");
   require(c.logging_steps >= 1, "--logging_steps must be >= 1");
   require(c.save_steps >= 1, "--save_steps must be >= 1");
   require(c.eval_steps == -1 || c.eval_steps >= 1, "--eval_steps must be >= 1");

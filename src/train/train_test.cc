@@ -30,11 +30,11 @@ TrainConfig parse_flags(std::vector<std::string> args) {
 }
 
 TEST(TrainConfig, RunGlueFlagsAndDefaults) {
-  const TrainConfig c = parse_flags({"--model_name_or_path", "m", "--task_name", "mrpc",
-                                     "--data_dir", "d", "--do_train", "--do_eval",
-                                     "--learning_rate", "2e-5", "--num_train_epochs", "3",
-                                     "--per_device_train_batch_size", "32", "--output_dir", "o",
-                                     "--evaluation_strategy", "epoch"});
+  const TrainConfig c =
+      parse_flags({"--model_name_or_path", "m", "--task_name", "mrpc", "--data_dir", "d",
+                   "--do_train", "--do_eval", "--learning_rate", "2e-5", "--num_train_epochs", "3",
+                   "--per_device_train_batch_size", "32", "--output_dir", "o",
+                   "--evaluation_strategy", "epoch"});
   EXPECT_TRUE(c.do_train);
   EXPECT_TRUE(c.do_eval);
   EXPECT_FALSE(c.do_predict);

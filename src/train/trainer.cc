@@ -94,8 +94,9 @@ Trainer::Trainer(const TrainConfig& config) : s_(std::make_unique<State>(config)
                 ": not a folder (expected a Hugging Face model folder)");
   if (c.do_train && non_empty_dir(c.output_dir) && !c.overwrite_output_dir &&
       c.resume_from_checkpoint.empty())
-    throw Error(str("output directory ", c.output_dir,
-                    " already exists and is not empty; use --overwrite_output_dir to overwrite it"));
+    throw Error(
+        str("output directory ", c.output_dir,
+            " already exists and is not empty; use --overwrite_output_dir to overwrite it"));
   s.config_text = read_text(model_dir / "config.json");
   s.model_config = parse_bert_config(s.config_text, (model_dir / "config.json").string());
   s.task = load_task_data(c, s.model_config);
@@ -105,9 +106,10 @@ Trainer::Trainer(const TrainConfig& config) : s_(std::make_unique<State>(config)
   s.model_config.problem_type = s.task.regression ? "regression" : "single_label_classification";
   if (c.max_seq_length > s.model_config.max_position_embeddings) {
     // As run_glue.py: the model's limit wins, with a warning.
-    std::printf("--max_seq_length %d exceeds the model's max_position_embeddings %lld; using %lld\n",
-                c.max_seq_length, static_cast<long long>(s.model_config.max_position_embeddings),
-                static_cast<long long>(s.model_config.max_position_embeddings));
+    std::printf(
+        "--max_seq_length %d exceeds the model's max_position_embeddings %lld; using %lld\n",
+        c.max_seq_length, static_cast<long long>(s.model_config.max_position_embeddings),
+        static_cast<long long>(s.model_config.max_position_embeddings));
     s.cfg.max_seq_length = static_cast<int>(s.model_config.max_position_embeddings);
   }
   s.tokenizer.emplace(WordPieceTokenizer::from_folder(c.model_name_or_path));
@@ -216,7 +218,8 @@ json evaluate(Trainer::State& s) {
     const double batches = std::ceil(static_cast<double>(data.size()) /
                                      static_cast<double>(s.cfg.per_device_eval_batch_size));
     out["eval_runtime" + suffix] = round_to(seconds, 4);
-    out["eval_samples_per_second" + suffix] = round_to(static_cast<double>(data.size()) / seconds, 3);
+    out["eval_samples_per_second" + suffix] =
+        round_to(static_cast<double>(data.size()) / seconds, 3);
     out["eval_steps_per_second" + suffix] = round_to(batches / seconds, 3);
   }
   return out;
@@ -234,17 +237,18 @@ void Trainer::run() {
 
   if (c.do_train) {
     const int64_t n = s.train.size();
-    const int64_t batches_per_epoch = (n + c.per_device_train_batch_size - 1) /
-                                      c.per_device_train_batch_size;
+    const int64_t batches_per_epoch =
+        (n + c.per_device_train_batch_size - 1) / c.per_device_train_batch_size;
     s.steps_per_epoch = std::max<int64_t>(
         1, (batches_per_epoch + c.gradient_accumulation_steps - 1) / c.gradient_accumulation_steps);
-    s.max_steps = c.max_steps > 0 ? c.max_steps
-                                  : static_cast<int64_t>(std::ceil(c.num_train_epochs *
-                                                                   static_cast<double>(s.steps_per_epoch)));
-    const int64_t warmup = c.warmup_steps > 0
-                               ? c.warmup_steps
-                               : static_cast<int64_t>(std::ceil(c.warmup_ratio *
-                                                                static_cast<double>(s.max_steps)));
+    s.max_steps = c.max_steps > 0
+                      ? c.max_steps
+                      : static_cast<int64_t>(
+                            std::ceil(c.num_train_epochs * static_cast<double>(s.steps_per_epoch)));
+    const int64_t warmup =
+        c.warmup_steps > 0
+            ? c.warmup_steps
+            : static_cast<int64_t>(std::ceil(c.warmup_ratio * static_cast<double>(s.max_steps)));
     const LrSchedule schedule{parse_schedule_kind(c.lr_scheduler_type), c.learning_rate, warmup,
                               s.max_steps};
     AdamW adamw(*s.layout,
@@ -260,13 +264,14 @@ void Trainer::run() {
                   static_cast<long long>(s.global_step));
     }
 
-    std::printf("training: %lld examples, %lld epochs, batch %lld x %lld accumulation, %lld steps, "
-                "%d threads\n",
-                static_cast<long long>(n),
-                static_cast<long long>((s.max_steps + s.steps_per_epoch - 1) / s.steps_per_epoch),
-                static_cast<long long>(c.per_device_train_batch_size),
-                static_cast<long long>(c.gradient_accumulation_steps),
-                static_cast<long long>(s.max_steps), omp_get_max_threads());
+    std::printf(
+        "training: %lld examples, %lld epochs, batch %lld x %lld accumulation, %lld steps, "
+        "%d threads\n",
+        static_cast<long long>(n),
+        static_cast<long long>((s.max_steps + s.steps_per_epoch - 1) / s.steps_per_epoch),
+        static_cast<long long>(c.per_device_train_batch_size),
+        static_cast<long long>(c.gradient_accumulation_steps), static_cast<long long>(s.max_steps),
+        omp_get_max_threads());
     Progress progress(s.max_steps, tty);
     Stopwatch run_watch;
     Batch batch;
@@ -316,10 +321,12 @@ void Trainer::run() {
         s.epoch = static_cast<double>(s.global_step) / static_cast<double>(s.steps_per_epoch);
         done = s.global_step >= s.max_steps;
         const bool epoch_end = last_of_epoch;
-        progress.update(s.global_step, mean_loss, static_cast<double>(samples_seen) / run_watch.seconds());
+        progress.update(s.global_step, mean_loss,
+                        static_cast<double>(samples_seen) / run_watch.seconds());
 
-        const bool log_now = (c.logging_strategy == "steps" && s.global_step % c.logging_steps == 0) ||
-                             (c.logging_strategy == "epoch" && epoch_end);
+        const bool log_now =
+            (c.logging_strategy == "steps" && s.global_step % c.logging_steps == 0) ||
+            (c.logging_strategy == "epoch" && epoch_end);
         if (log_now && steps_since_log > 0) {
           s.log({{"loss", round_to(loss_since_log / static_cast<double>(steps_since_log), 4)},
                  {"grad_norm", last_grad_norm},
@@ -360,7 +367,8 @@ void Trainer::run() {
     train_results = {
         {"epoch", round_to(s.epoch, 4)},
         {"total_flos", s.total_flos},
-        {"train_loss", trained_steps > 0 ? train_loss_sum / static_cast<double>(trained_steps) : 0.0},
+        {"train_loss",
+         trained_steps > 0 ? train_loss_sum / static_cast<double>(trained_steps) : 0.0},
         {"train_runtime", round_to(runtime, 4)},
         {"train_samples", n},
         {"train_samples_per_second", round_to(static_cast<double>(samples_seen) / runtime, 3)},
@@ -373,9 +381,9 @@ void Trainer::run() {
 
     // The fine-tuned model, in the Trainer's layout.
     save_bert_weights((out / "model.safetensors").string(), *s.layout, s.params.data());
-    write_json((out / "config.json").string(),
-               fine_tuned_config(s.config_text, s.task.label_names, s.task.regression,
-                                 s.task.task_name));
+    write_json(
+        (out / "config.json").string(),
+        fine_tuned_config(s.config_text, s.task.label_names, s.task.regression, s.task.task_name));
     s.tokenizer->save(c.output_dir);
     write_json((out / "train_results.json").string(), train_results);
   }
@@ -411,7 +419,8 @@ void Trainer::run() {
       const std::string task = s.task.task_name.empty() ? "data" : s.task.task_name;
       const std::string tag = str(task, suffix.empty() ? "" : "-mm");
       write_file_atomically((out / str("predict_results_", tag, ".txt")).string(), text);
-      std::printf("predictions: %s\n", (out / str("predict_results_", tag, ".txt")).string().c_str());
+      std::printf("predictions: %s\n",
+                  (out / str("predict_results_", tag, ".txt")).string().c_str());
       if (c.save_logits) {
         std::string logits = "index";
         for (int64_t k = 0; k < K; ++k) logits += str("\tlogit_", k);

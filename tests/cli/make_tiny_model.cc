@@ -24,9 +24,12 @@ int main(int argc, char** argv) {
     int labels = 3;
     for (int i = 2; i < argc; ++i) {
       const std::string arg = argv[i];
-      if (arg == "--no-head") head = false;
-      else if (arg == "--labels" && i + 1 < argc) labels = std::stoi(argv[++i]);
-      else throw cpuft::Error("unknown argument " + arg);
+      if (arg == "--no-head")
+        head = false;
+      else if (arg == "--labels" && i + 1 < argc)
+        labels = std::stoi(argv[++i]);
+      else
+        throw cpuft::Error("unknown argument " + arg);
     }
     const cpuft::SafetensorsFile fixture = cpuft::SafetensorsFile::open(
         std::string(CPUFT_DEFAULT_SOURCE_DIR) + "/tests/fixtures/golden_tiny_cls.safetensors");
@@ -64,20 +67,24 @@ int main(int argc, char** argv) {
 
     // 99 entries: 5 special tokens, 90 words, 4 word pieces; the config's vocab_size is 99.
     const char* words[] = {
-        "the", "a", "movie", "film", "good", "bad", "great", "awful", "is", "was", "very",
-        "not", "and", "but", "it", "this", "that", "of", "to", "in", "plot", "acting", "story",
-        "music", "fun", "boring", "long", "short", "funny", "sad", "happy", "dull", "bright",
-        "dark", "cast", "scene", "ending", "start", "middle", "end", "i", "you", "we", "they",
-        "he", "she", "loved", "hated", "liked", "enjoyed", "watched", "saw", "made", "said",
-        "one", "two", "three", "many", "few", "some", "all", "no", "yes", "more", "less",
-        "best", "worst", "better", "worse", "nice", "poor", "fine", "ok", "so", "too", "just",
-        "really", "quite", "rather", "still", "again", "never", "always", "often", "seldom",
-        "here", "there", "now", "then", "today"};
+        "the",    "a",      "movie",  "film",   "good",    "bad",     "great",  "awful",  "is",
+        "was",    "very",   "not",    "and",    "but",     "it",      "this",   "that",   "of",
+        "to",     "in",     "plot",   "acting", "story",   "music",   "fun",    "boring", "long",
+        "short",  "funny",  "sad",    "happy",  "dull",    "bright",  "dark",   "cast",   "scene",
+        "ending", "start",  "middle", "end",    "i",       "you",     "we",     "they",   "he",
+        "she",    "loved",  "hated",  "liked",  "enjoyed", "watched", "saw",    "made",   "said",
+        "one",    "two",    "three",  "many",   "few",     "some",    "all",    "no",     "yes",
+        "more",   "less",   "best",   "worst",  "better",  "worse",   "nice",   "poor",   "fine",
+        "ok",     "so",     "too",    "just",   "really",  "quite",   "rather", "still",  "again",
+        "never",  "always", "often",  "seldom", "here",    "there",   "now",    "then",   "today"};
     std::ofstream vocab(out / "vocab.txt");
-    for (const char* special : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}) vocab << special << "\n";
+    for (const char* special : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"})
+      vocab << special << "\n";
     for (const char* w : words) vocab << w << "\n";
     for (const char* piece : {"##s", "##ed", "##ing", "##ly"}) vocab << piece << "\n";
-    std::ofstream(out / "tokenizer_config.json") << R"({"do_lower_case": true, "tokenizer_class": "BertTokenizer"})" << "\n";
+    std::ofstream(out / "tokenizer_config.json")
+        << R"({"do_lower_case": true, "tokenizer_class": "BertTokenizer"})"
+        << "\n";
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -2,11 +2,11 @@
 // transformers + torch (see tests/fixtures/README.md for the tensor names).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,7 +20,8 @@ namespace cpuft::golden {
 
 inline std::string fixture_path(const std::string& name) {
   const char* root = std::getenv("CPUFT_SOURCE_DIR");
-  return (std::filesystem::path(root ? root : CPUFT_DEFAULT_SOURCE_DIR) / "tests" / "fixtures" / name)
+  return (std::filesystem::path(root ? root : CPUFT_DEFAULT_SOURCE_DIR) / "tests" / "fixtures" /
+          name)
       .string();
 }
 

@@ -30,16 +30,16 @@ std::string minilm_dir() {
 // (31 is odd, so there are no ties and integer rounding is exact).
 std::vector<float> samples(const float* x, int64_t numel) {
   std::vector<float> out(32);
-  for (int64_t i = 0; i < 32; ++i)
-    out[i] = x[(i * (numel - 1) + 15) / 31];
+  for (int64_t i = 0; i < 32; ++i) out[i] = x[(i * (numel - 1) + 15) / 31];
   return out;
 }
 
 // Our tensor x against HF's norm and samples: the norms agree within `tolerance` relative plus
 // `floor`, and the samples' difference is within the same bound (a necessary condition of a
 // relative L2 error below `tolerance` of the whole tensor).
-void expect_close(const float* x, int64_t numel, float hf_norm, const std::vector<float>& hf_samples,
-                  double tolerance, double floor, const std::string& what) {
+void expect_close(const float* x, int64_t numel, float hf_norm,
+                  const std::vector<float>& hf_samples, double tolerance, double floor,
+                  const std::string& what) {
   const double norm = l2(x, numel);
   EXPECT_NEAR(norm, hf_norm, tolerance * hf_norm + floor) << what;
   const std::vector<float> ours = samples(x, numel);
@@ -52,7 +52,8 @@ TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
   const std::string dir = minilm_dir();
   ASSERT_TRUE(std::filesystem::exists(dir + "/model.safetensors"))
       << "no all-MiniLM-L6-v2 weights in " << dir << ": run scripts/fetch_minilm.sh";
-  const SafetensorsFile fixture = SafetensorsFile::open(fixture_path("golden_minilm_mrpc.safetensors"));
+  const SafetensorsFile fixture =
+      SafetensorsFile::open(fixture_path("golden_minilm_mrpc.safetensors"));
   const BertConfig config = parse_bert_config(fixture.metadata().at("config"), fixture.label());
   const ParamLayout layout(config);
   AlignedBuffer<float> params(static_cast<size_t>(layout.total_floats()));
@@ -97,7 +98,8 @@ TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
     grads.zero();
     const float step_loss = model.forward(p, batch, StepContext{42, static_cast<uint64_t>(step)});
     model.backward(p, g);
-    const double norm = clip_grad_norm(grads.data(), layout.total_floats(), hyper.at("max_grad_norm"));
+    const double norm =
+        clip_grad_norm(grads.data(), layout.total_floats(), hyper.at("max_grad_norm"));
     adamw.step(params.data(), grads.data(), schedule.lr(step));
     EXPECT_NEAR(step_loss, fixture.read_f32(str("loss.step", step))[0], 1e-5 * std::abs(step_loss));
     const float hf_norm = fixture.read_f32(str("grad_norm.step", step))[0];

@@ -60,8 +60,8 @@ void check_forward_and_gradients(const std::string& fixture) {
   for (const ParamSpec& spec : t.layout.specs()) {
     const std::vector<float> hf_grad = t.file.read_f32("grad." + spec.name);
     const float* ours = t.grads.data() + spec.offset;
-    const double error = relative_l2(ours, hf_grad.data(), spec.numel) *
-                         l2(hf_grad.data(), spec.numel);
+    const double error =
+        relative_l2(ours, hf_grad.data(), spec.numel) * l2(hf_grad.data(), spec.numel);
     EXPECT_LE(error, kGradRelTolerance * l2(hf_grad.data(), spec.numel) +
                          kGradFloorOfGlobalNorm * global_norm)
         << spec.name;
