@@ -96,10 +96,12 @@ int run(int reps) {
   ref.layer_norm_forward(y_ref.data(), mean_ref.data(), rstd_ref.data(), x.data(), gamma.data(),
                          beta.data(), 1e-12f, N, D);
   validate("layer_norm_forward", y, y_ref, N * D, 1e-5);
-  report("layer_norm_forward", "4096x768", median_seconds(reps, [&] {
-           fast.layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
-                                   beta.data(), 1e-12f, N, D);
-         }),
+  report("layer_norm_forward", "4096x768",
+         median_seconds(reps,
+                        [&] {
+                          fast.layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(),
+                                                  gamma.data(), beta.data(), 1e-12f, N, D);
+                        }),
          2.0 * 4 * N * D);
   // LayerNorm backward: read d_y, x, write d_x.
   fast.layer_norm_backward(d_x.data(), dg.data(), db.data(), d_y.data(), x.data(), mean.data(),
@@ -107,10 +109,13 @@ int run(int reps) {
   ref.layer_norm_backward(d_x_ref.data(), dg.data(), db.data(), d_y.data(), x.data(), mean.data(),
                           rstd.data(), gamma.data(), N, D);
   validate("layer_norm_backward", d_x, d_x_ref, N * D, 1e-4);
-  report("layer_norm_backward", "4096x768", median_seconds(reps, [&] {
-           fast.layer_norm_backward(d_x.data(), dg.data(), db.data(), d_y.data(), x.data(),
-                                    mean.data(), rstd.data(), gamma.data(), N, D);
-         }),
+  report("layer_norm_backward", "4096x768",
+         median_seconds(reps,
+                        [&] {
+                          fast.layer_norm_backward(d_x.data(), dg.data(), db.data(), d_y.data(),
+                                                   x.data(), mean.data(), rstd.data(), gamma.data(),
+                                                   N, D);
+                        }),
          3.0 * 4 * N * D);
   // GELU forward/backward (N, F).
   fast.gelu_forward(y.data(), x.data(), N * F);
@@ -122,9 +127,8 @@ int run(int reps) {
   fast.gelu_backward(d_x.data(), d_y.data(), x.data(), N * F);
   ref.gelu_backward(d_x_ref.data(), d_y.data(), x.data(), N * F);
   validate("gelu_backward", d_x, d_x_ref, N * F, 1e-5);
-  report("gelu_backward", "4096x3072", median_seconds(reps, [&] {
-           fast.gelu_backward(d_x.data(), d_y.data(), x.data(), N * F);
-         }),
+  report("gelu_backward", "4096x3072",
+         median_seconds(reps, [&] { fast.gelu_backward(d_x.data(), d_y.data(), x.data(), N * F); }),
          3.0 * 4 * N * F);
   // Attention softmax: 12 heads x 32 sequences of 128 -> 49152 rows of 128.
   const int64_t rows = 12 * N, C = T;
@@ -163,9 +167,9 @@ int run(int reps) {
   fast.adamw_update(w.data(), m.data(), v.data(), g.data(), step, P);
   ref.adamw_update(w_ref.data(), m_ref.data(), v_ref.data(), g.data(), step, P);
   validate("adamw_update", w, w_ref, P, 0);
-  report("adamw_update", "110M", median_seconds(reps, [&] {
-           fast.adamw_update(w.data(), m.data(), v.data(), g.data(), step, P);
-         }),
+  report("adamw_update", "110M",
+         median_seconds(
+             reps, [&] { fast.adamw_update(w.data(), m.data(), v.data(), g.data(), step, P); }),
          7.0 * 4 * static_cast<double>(P));
   return 0;
 }
@@ -173,4 +177,6 @@ int run(int reps) {
 }  // namespace
 }  // namespace cpuft
 
-int main(int argc, char** argv) { return cpuft::run(argc > 1 ? std::atoi(argv[1]) : 9); }
+int main(int argc, char** argv) {
+  return cpuft::run(argc > 1 ? std::atoi(argv[1]) : 9);
+}

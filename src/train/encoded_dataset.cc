@@ -112,4 +112,15 @@ std::vector<int64_t> epoch_order(const EncodedDataset& data, uint64_t seed, int6
   return order;
 }
 
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int world_size) {
+  CPUFT_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "rank ", rank, " of ", world_size);
+  if (world_size == 1 || order.empty()) return order;
+  const auto n = static_cast<int64_t>(order.size());
+  const int64_t per_rank = (n + world_size - 1) / world_size;
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(per_rank));
+  for (int64_t i = rank; i < per_rank * world_size; i += world_size) mine.push_back(order[i % n]);
+  return mine;
+}
+
 }  // namespace cpuft

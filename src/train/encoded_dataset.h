@@ -42,4 +42,9 @@ void fill_batch(Batch& batch, const EncodedDataset& data, std::span<const int64_
 std::vector<int64_t> epoch_order(const EncodedDataset& data, uint64_t seed, int64_t epoch,
                                  bool group_by_length, int64_t batch_size);
 
+// This rank's share of an epoch order, as torch's DistributedSampler takes it: the order is padded
+// to a multiple of world_size by repeating its beginning, then rank r takes elements r, r + world,
+// r + 2 world, ... Every rank gets the same count, so every rank runs the same number of steps.
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int world_size);
+
 }  // namespace cpuft

@@ -159,6 +159,15 @@ TEST(EpochOrder, GroupByLengthMakesBatchesOfSimilarLength) {
   for (int64_t i = 0; i < 4000; ++i) ASSERT_EQ(sorted[i], i);
 }
 
+TEST(ShardOrder, MatchesDistributedSampler) {
+  const std::vector<int64_t> order = {9, 3, 7, 1, 5, 0, 2};  // 7 examples, 3 ranks
+  // Padded to 9 with the first two: 9 3 7 1 5 0 2 9 3; rank r takes r::3.
+  EXPECT_EQ(shard_order(order, 0, 3), (std::vector<int64_t>{9, 1, 2}));
+  EXPECT_EQ(shard_order(order, 1, 3), (std::vector<int64_t>{3, 5, 9}));
+  EXPECT_EQ(shard_order(order, 2, 3), (std::vector<int64_t>{7, 0, 3}));
+  EXPECT_EQ(shard_order(order, 0, 1), order);
+}
+
 TEST(Outputs, FineTunedConfigHasLabelsAndArchitecture) {
   const json config = fine_tuned_config(R"({"model_type": "bert", "hidden_size": 8, "num_labels": 7,
                                            "architectures": ["BertModel"]})",
