@@ -54,6 +54,22 @@ void inspect_model(const std::string& dir) {
     std::printf("ignored (not a model parameter): %s\n", name.c_str());
 }
 
+// Runs a Trainer; an error on this rank ends every rank of the job (no peer waits for a
+// collective this one will never join).
+int run_trainer(const TrainConfig& config) {
+  Trainer trainer(config);
+  try {
+    trainer.prepare();
+    trainer.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fflush(stderr);
+    trainer.abort_peers(1);
+    return 1;
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"cpuft: fine-tune BERT-family encoders on CPUs"};
   app.require_subcommand(1);
@@ -97,13 +113,13 @@ int run(int argc, char** argv) {
   }
   if (train->parsed()) {
     if (!args_file.empty()) load_train_config_json(args_file, train_config);
-    Trainer(train_config).run();
+    return run_trainer(train_config);
   }
   if (predict->parsed()) {
     predict_config.do_predict = true;
     predict_config.save_logits = true;
     predict_config.overwrite_output_dir = true;
-    Trainer(predict_config).run();
+    return run_trainer(predict_config);
   }
   if (env->parsed()) print_env();
   if (inspect->parsed()) inspect_model(model_dir);

@@ -10,6 +10,7 @@ packages=(
   libcli11-dev           # command line
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format libclang-rt-14-dev   # format check, libFuzzer smoke run
+  openmpi-bin libopenmpi-dev iproute2    # src/dist: MPI communicator, mpirun tests, netns hosts
   python3 python3-pip unzip ca-certificates
 )
 

@@ -115,6 +115,15 @@ std::map<std::string, FlagBinding> bindings(TrainConfig& c) {
       make_binding(c.save_steps, "With --save_strategy steps: a checkpoint every N steps");
   m["save_total_limit"] =
       make_binding(c.save_total_limit, "Keep at most N checkpoints (oldest deleted)");
+  m["dist_backend"] = make_binding(c.dist_backend,
+                                   "auto (MPI when launched by mpirun/srun/torchrun-style "
+                                   "variables), mpi, ccl or single [cpuft]");
+  m["bucket_cap_mb"] =
+      make_binding(c.bucket_cap_mb, "Gradient all-reduce bucket size in MB [cpuft]");
+  m["dist_timeout"] = make_binding(
+      c.dist_timeout, "Seconds a collective may take before the run stops with an error [cpuft]");
+  m["timeline_dir"] = make_binding(
+      c.timeline_dir, "Write a chrome://tracing timeline per rank into this folder [cpuft]");
   m["save_logits"] =
       make_binding(c.save_logits, "With --do_predict, also write the logits [cpuft]");
   // Accepted and ignored: they change nothing in cpuft.
@@ -207,6 +216,11 @@ void validate_train_config(const TrainConfig& c) {
   require(c.logging_steps >= 1, "--logging_steps must be >= 1");
   require(c.save_steps >= 1, "--save_steps must be >= 1");
   require(c.eval_steps == -1 || c.eval_steps >= 1, "--eval_steps must be >= 1");
+  require(c.dist_backend == "auto" || c.dist_backend == "mpi" || c.dist_backend == "ccl" ||
+              c.dist_backend == "single",
+          "--dist_backend must be auto, mpi, ccl or single");
+  require(c.bucket_cap_mb > 0, "--bucket_cap_mb must be > 0");
+  require(c.dist_timeout > 0, "--dist_timeout must be > 0");
   require(!c.bf16, "--bf16 is not available yet in cpuft; run without it (fp32)");
 }
 

@@ -56,6 +56,12 @@ struct TrainConfig {
   std::string save_strategy = "steps";
   int64_t save_steps = 500;
   int64_t save_total_limit = -1;
+  // Distribution (cpuft additions)
+  std::string dist_backend = "auto";  // auto | mpi | ccl | single
+  double bucket_cap_mb = 25;          // gradient bucket size, as DDP's bucket_cap_mb
+  double dist_timeout = 300;          // seconds a collective may take before the run fails
+  std::string timeline_dir;           // write chrome://tracing timelines here (one per rank)
+
   bool progress_bar = true;  // off when stderr is not a terminal
   bool save_logits = false;  // also write predict_logits_<task>.tsv (cpuft addition)
 };

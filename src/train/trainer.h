@@ -1,7 +1,10 @@
-// Trainer: `cpuft train` — the run_glue.py + HF Trainer workflow, natively.
+// Trainer: `cpuft train` — the run_glue.py + HF Trainer workflow, natively, on one or many ranks.
 //
-// It loads and checks everything (config, tokenizer, data, weights) before it creates the output
-// folder, then trains, evaluates and predicts as the flags ask, and writes the Trainer's files.
+// Three phases, so that a failure on one rank can stop all of them:
+//   Trainer(config)  starts the distribution (launcher detection, communicator, threads);
+//   prepare()        reads and checks everything (config, tokenizer, data, weights) and checks that
+//                    all ranks agree, before the output folder is touched;
+//   run()            trains, evaluates and predicts as the flags ask; rank 0 writes the files.
 #pragma once
 
 #include <memory>
@@ -14,8 +17,11 @@ class Trainer {
  public:
   explicit Trainer(const TrainConfig& config);
   ~Trainer();
-  // Runs what the flags ask: training, then evaluation, then prediction.
+  void prepare();
   void run();
+  // After an error on this rank: ends every rank of the job (MPI_Abort) so none waits for a
+  // collective this rank will never join. A no-op on a single process.
+  void abort_peers(int exit_code);
 
   struct State;  // opaque: everything a run holds
 

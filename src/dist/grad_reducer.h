@@ -1,0 +1,84 @@
+// GradReducer: averages gradients over the ranks while the backward pass is still running.
+//
+// Note (progress of non-blocking all-reduces): we poll between layers, with no communication
+// thread. Open MPI's non-blocking collectives (libnbc over the tcp/vader transports) move data
+// only while some MPI call runs on the issuing thread; a progress thread would have to spin inside
+// MPI_Test on a core that the backward pass's OpenMP threads are using (2 cores per rank here), and
+// MPI_THREAD_MULTIPLE costs locks in every call. Instead every layer_ready() call tests the
+// outstanding buckets, which drives their next rounds: with one encoder layer per bucket, each
+// bucket gets one progress kick per layer of backward, and finish() drains what is left. The cost
+// is visible and measured: a bucket's completion is observed only at the next layer boundary, and
+// the part of communication that did not fit under backward shows up as finish() time
+// (ReduceStats::exposed_seconds); docs/distributed.md has the figures.
+//
+// Use, every optimizer step:
+//   reducer.begin_step(step);                  // optional: names the step in stall messages
+//   model.backward(..., adapter)               // adapter.on_layer_grads_ready(l) -> layer_ready(l)
+//   reducer.finish();                          // all buckets reduced and averaged
+// Buckets are launched strictly in plan order (every rank issues the same collectives in the same
+// order, as MPI requires), each as soon as all of its layers were reported. With gradient
+// accumulation, only the last micro-batch's backward reports layers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "dist/bucket_plan.h"
+#include "dist/communicator.h"
+#include "dist/step_timeline.h"
+
+namespace cpuft {
+
+struct ReduceStats {
+  int64_t step = 0;
+  int buckets = 0;
+  int64_t floats = 0;          // floats all-reduced per rank
+  double comm_seconds = 0;     // union of [launch, observed completion] over the buckets
+  double hidden_seconds = 0;   // part of comm_seconds before finish() was called
+  double exposed_seconds = 0;  // time spent in finish() (waiting + averaging)
+  double overlap_ratio = 0;    // hidden / comm (0 when there was no communication)
+};
+
+class GradReducer {
+ public:
+  // `grads` is the flat gradient buffer the plan's ranges index (at least grads_floats floats).
+  GradReducer(Communicator& comm, const BucketPlan& plan, float* grads, int64_t grads_floats);
+
+  // Starts a step (optional: the first layer_ready() after finish() starts one with step + 1).
+  void begin_step(int64_t step);
+  // All gradients of `layer` are final. Launches every bucket that is now complete (in plan
+  // order), then tests the buckets in flight. CPUFT_CHECK on an unknown or repeated layer.
+  void layer_ready(int layer);
+  // Waits for every bucket (cpuft::Error after the communicator's timeout, naming rank, bucket and
+  // step), then scales by 1 / world_size. CPUFT_CHECK if a layer was never reported.
+  void finish();
+
+  const ReduceStats& last_stats() const { return stats_; }
+  // Events per bucket ("allreduce", tid 1) and finish() ("exposed_comm", tid 0); nullptr: none.
+  void set_timeline(StepTimeline* timeline) { timeline_ = timeline; }
+  const BucketPlan& plan() const { return plan_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void launch_ready_buckets();
+  void poll_in_flight();
+  void complete(int bucket);
+
+  Communicator& comm_;
+  const BucketPlan& plan_;
+  float* grads_;
+  std::vector<int> pending_layers_;  // per bucket: layers not yet reported
+  std::vector<uint8_t> reported_;    // per plan range: layer reported this step
+  std::vector<Communicator::Handle> handles_;
+  std::vector<uint8_t> done_;
+  std::vector<Clock::time_point> launched_at_, done_at_;
+  int next_launch_ = 0;  // buckets [0, next_launch_) are launched
+  int first_open_ = 0;   // buckets before it are complete
+  bool in_step_ = false;
+  int64_t step_ = -1;
+  ReduceStats stats_;
+  StepTimeline* timeline_ = nullptr;
+};
+
+}  // namespace cpuft

@@ -1,0 +1,256 @@
+// MpiCommunicator: Communicator over MPI's C API (Open MPI by default; any MPI-3 library works).
+//
+// Every collective is non-blocking (MPI_Iallreduce, MPI_Ibcast, MPI_Ibarrier, MPI_Iallgather(v))
+// and completed by polling MPI_Test with a deadline, so no call can block forever on a dead peer.
+// Errors are returned, not fatal (MPI_ERRORS_RETURN on our duplicate of MPI_COMM_WORLD), and become
+// cpuft::Error naming the call.
+#include <mpi.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "core/check.h"
+#include "dist/communicator.h"
+
+namespace cpuft {
+
+namespace {
+
+bool g_mpi_communicator_alive = false;
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return str("MPI error ", code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+std::string launch_mismatch_hint(const std::string& launcher) {
+  if (launcher == "slurm")
+    return "srun must start MPI programs with a PMI plugin: srun --mpi=pmix (Open MPI) or "
+           "--mpi=pmi2 (MPICH)";
+  if (launcher == "torchrun")
+    return "torchrun-style variables alone cannot start MPI; launch with mpirun, mpiexec or srun";
+  return "the program's MPI library is not the one whose launcher started it (e.g. MPICH's "
+         "mpiexec.hydra starting an Open MPI program); use the matching mpirun";
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  explicit MpiCommunicator(const LaunchInfo& launch) : Communicator(0, 1) {
+    CPUFT_REQUIRE(!g_mpi_communicator_alive, "only one MPI communicator may exist per process");
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    CPUFT_REQUIRE(!finalized, "MPI was already finalized in this process");
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      // Open MPI's non-blocking all-reduce picks a binomial tree for fewer than 4 ranks or
+      // MPI_IN_PLACE, which measured 2-2.5x slower than its ring at 25-100 MB on 2 ranks
+      // (docs/distributed.md). Ask for the ring unless the user chose (other MPIs ignore this).
+      setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
+      int provided = 0;
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      owns_mpi_ = true;
+      CPUFT_REQUIRE(provided >= MPI_THREAD_FUNNELED,
+                    "the MPI library does not provide MPI_THREAD_FUNNELED");
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm_, &world_size_), "MPI_Comm_size");
+    if (launch.launched() && (launch.world_size != world_size_ || launch.rank != rank_)) {
+      const std::string message = str(launch.launcher, " says rank ", launch.rank, " of ",
+                                      launch.world_size, " but MPI sees rank ", rank_, " of ",
+                                      world_size_, ": the processes would train separate models; ",
+                                      launch_mismatch_hint(launch.launcher));
+      if (world_size_ == 1 && owns_mpi_) {  // a lone singleton can finalise safely
+        MPI_Comm_free(&comm_);
+        MPI_Finalize();
+        owns_mpi_ = false;
+      }
+      throw Error(message);
+    }
+    slots_.resize(64);
+    g_mpi_communicator_alive = true;
+  }
+
+  ~MpiCommunicator() override {
+    g_mpi_communicator_alive = false;
+    bool busy = false;
+    for (const Slot& slot : slots_) busy = busy || slot.busy;
+    // MPI_Finalize synchronises with the peers: after a failure, or with operations in flight, it
+    // could wait forever for a lost rank. Exit without it; the launcher reports the others.
+    if (failed_ || busy || std::uncaught_exceptions() > 0) return;
+    MPI_Comm_free(&comm_);
+    if (owns_mpi_) MPI_Finalize();
+  }
+
+  Handle all_reduce_sum_async(float* data, int64_t n, const OpContext& context) override {
+    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " floats");
+    CPUFT_REQUIRE(n <= INT_MAX, "rank ", rank_, ": an all-reduce of ", n,
+                  " floats exceeds MPI's int count; use smaller buckets (--bucket_cap_mb)");
+    const int32_t index = free_slot();
+    Slot& slot = slots_[static_cast<size_t>(index)];
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_,
+                         &slot.request),
+          "MPI_Iallreduce");
+    slot.busy = true;
+    slot.floats = n;
+    slot.context = context;
+    return Handle{index, slot.generation};
+  }
+
+  bool test(Handle handle) override {
+    Slot& slot = slot_of(handle);
+    int done = 0;
+    check(MPI_Test(&slot.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) release(slot);
+    return done != 0;
+  }
+
+  void wait(Handle handle) override {
+    Slot& slot = slot_of(handle);
+    poll(&slot.request, "MPI_Test", [&] {
+      if (slot.context.bucket >= 0)
+        return str("all-reduce of bucket ", slot.context.bucket, " at step ", slot.context.step);
+      return str("all-reduce of ", slot.floats, " floats");
+    });
+    release(slot);
+  }
+
+  void broadcast(void* bytes, int64_t size, int root) override {
+    CPUFT_CHECK(size >= 0 && (bytes != nullptr || size == 0), "broadcast of ", size, " bytes");
+    CPUFT_REQUIRE(root >= 0 && root < world_size_, "broadcast from rank ", root, " of ",
+                  world_size_);
+    constexpr int64_t kChunk = int64_t{1} << 30;  // MPI counts are int
+    auto* cursor = static_cast<char*>(bytes);
+    for (int64_t done = 0; done < size; done += kChunk) {
+      const int count = static_cast<int>(std::min(kChunk, size - done));
+      MPI_Request request;
+      check(MPI_Ibcast(cursor + done, count, MPI_BYTE, root, comm_, &request), "MPI_Ibcast");
+      poll(&request, "MPI_Test",
+           [&] { return str("broadcast of ", size, " bytes from rank ", root); });
+    }
+  }
+
+  void barrier() override {
+    MPI_Request request;
+    check(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+    poll(&request, "MPI_Test", [] { return std::string("barrier"); });
+  }
+
+  std::vector<std::string> all_gather_string(const std::string& value) override {
+    CPUFT_REQUIRE(value.size() <= INT_MAX, "all_gather_string of ", value.size(), " bytes");
+    const int length = static_cast<int>(value.size());
+    std::vector<int> lengths(static_cast<size_t>(world_size_));
+    MPI_Request request;
+    check(MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_, &request),
+          "MPI_Iallgather");
+    poll(&request, "MPI_Test", [] { return std::string("all-gather of string lengths"); });
+    std::vector<int> offsets(lengths.size());
+    int64_t total = 0;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      offsets[r] = static_cast<int>(total);
+      total += lengths[r];
+    }
+    CPUFT_REQUIRE(total <= INT_MAX, "all_gather_string: ", total, " bytes in all");
+    std::string joined(static_cast<size_t>(total), '\0');
+    check(MPI_Iallgatherv(value.data(), length, MPI_CHAR, joined.data(), lengths.data(),
+                          offsets.data(), MPI_CHAR, comm_, &request),
+          "MPI_Iallgatherv");
+    poll(&request, "MPI_Test", [] { return std::string("all-gather of strings"); });
+    std::vector<std::string> result;
+    for (size_t r = 0; r < lengths.size(); ++r)
+      result.push_back(
+          joined.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+    return result;
+  }
+
+  std::string name() const override { return "mpi"; }
+
+  void abort(int exit_code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+    std::_Exit(exit_code);
+  }
+
+ private:
+  struct Slot {
+    MPI_Request request = MPI_REQUEST_NULL;
+    bool busy = false;
+    uint32_t generation = 0;
+    int64_t floats = 0;
+    OpContext context;
+  };
+
+  void check(int code, const char* call) {
+    if (code == MPI_SUCCESS) [[likely]]
+      return;
+    failed_ = true;
+    throw Error(str("rank ", rank_, ": ", call, " failed: ", mpi_error_text(code),
+                    "; a peer may have died"));
+  }
+
+  int32_t free_slot() {
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (!slots_[i].busy) return static_cast<int32_t>(i);
+    slots_.emplace_back();  // more than 64 operations in flight: grow (not in a normal step)
+    return static_cast<int32_t>(slots_.size() - 1);
+  }
+
+  Slot& slot_of(Handle handle) {
+    CPUFT_CHECK(handle.slot >= 0 && static_cast<size_t>(handle.slot) < slots_.size(),
+                "unknown communicator handle");
+    Slot& slot = slots_[static_cast<size_t>(handle.slot)];
+    CPUFT_CHECK(slot.busy && slot.generation == handle.generation,
+                "communicator handle used after completion");
+    return slot;
+  }
+
+  void release(Slot& slot) {
+    slot.busy = false;
+    ++slot.generation;
+  }
+
+  // Tests `request` until it completes; after timeout_seconds() throws "rank R: <what> did not
+  // complete within T s; a peer may have died". Spins first (lowest latency), then yields the core
+  // between tests so that an oversubscribed peer or OpenMP thread can run.
+  template <typename Describe>
+  void poll(MPI_Request* request, const char* call, Describe&& what) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    for (int64_t iteration = 0;; ++iteration) {
+      int done = 0;
+      check(MPI_Test(request, &done, MPI_STATUS_IGNORE), call);
+      if (done) return;
+      if (iteration > 1000) sched_yield();
+      if ((iteration & 15) == 0 &&
+          std::chrono::duration<double>(Clock::now() - start).count() > timeout_seconds_) {
+        failed_ = true;
+        throw Error(str("rank ", rank_, ": ", what(), " did not complete within ", timeout_seconds_,
+                        " s; a peer may have died"));
+      }
+    }
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owns_mpi_ = false;
+  bool failed_ = false;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(const LaunchInfo& launch) {
+  return std::make_unique<MpiCommunicator>(launch);
+}
+
+}  // namespace cpuft

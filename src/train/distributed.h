@@ -1,0 +1,45 @@
+// Start-up of a data-parallel run: who am I (launcher detection), which cores are mine (threads and
+// pinning), do all ranks agree (parameter table, config, data, version), and the small collectives
+// the trainer needs beyond gradient buckets (broadcast of the initial weights, gathering results).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dist/communicator.h"
+#include "dist/launcher.h"
+
+namespace cpuft {
+
+struct DistContext {
+  LaunchInfo launch;
+  std::unique_ptr<Communicator> comm;
+  int threads = 1;
+  std::string binding;  // "cores 0-1 (2 threads)"
+  int rank() const { return comm->rank(); }
+  int world_size() const { return comm->world_size(); }
+};
+
+// Detects the launcher, creates the communicator ("auto", "mpi", "ccl" or "single"), and sets this
+// rank's OpenMP thread count and core binding from the cores it owns: the process's affinity mask
+// when the launcher bound it, else this host's cores split evenly by local rank. An explicit
+// OMP_NUM_THREADS that would oversubscribe the host is refused unless
+// CPUFT_ALLOW_OVERSUBSCRIPTION=1.
+DistContext start_distributed(const std::string& backend, double timeout_seconds);
+
+// Every rank passes the same list of (name, value) facts; a difference is an Error naming the fact
+// and the ranks that disagree with rank 0.
+void check_ranks_agree(Communicator& comm,
+                       const std::vector<std::pair<std::string, std::string>>& facts);
+
+// FNV-1a 64 of a byte range, as a hex string: a cheap fingerprint for check_ranks_agree.
+std::string fingerprint(const void* data, size_t bytes);
+
+// Rank r holds rows [r::world] of a (rows_total, K) table (as shard_order assigns them, without
+// the padding repeats); returns the whole table on every rank, in the original order.
+std::vector<float> gather_strided_rows(Communicator& comm, const std::vector<float>& local,
+                                       int64_t rows_total, int64_t K);
+
+}  // namespace cpuft

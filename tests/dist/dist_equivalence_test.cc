@@ -1,0 +1,218 @@
+// Data parallelism changes nothing but speed: 2 ranks with half a batch each, gradients averaged by
+// GradReducer, equal 1 rank with the whole batch. Run under mpirun -np 2 (ctest -L dist).
+//
+// On the tiny golden fixture (B = 4, dropout 0): rank r takes sequences r, r + 2. Each rank's loss
+// is the mean over its 2 sequences, so the average of the two ranks' gradients is the gradient of
+// the mean over all 4: the averaged gradients must match the whole-batch gradients (relative L2
+// 1e-5 per tensor), and after 3 AdamW steps with clipping (every rank runs the optimizer on the
+// averaged gradients) the parameters must match the whole-batch run within 1e-5 and be bitwise
+// identical across ranks (hash compared with all_gather_string). The whole-batch reference is
+// computed on every rank, in the same process.
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/check.h"
+#include "dist/bucket_plan.h"
+#include "dist/communicator.h"
+#include "dist/grad_reducer.h"
+#include "dist/launcher.h"
+#include "golden/golden_util.h"
+#include "io/bert_checkpoint.h"
+#include "model/bert_model.h"
+#include "model/param_layout.h"
+#include "optim/adamw.h"
+#include "optim/lr_schedule.h"
+
+namespace cpuft {
+namespace {
+
+using namespace golden;
+
+int g_rank = 0;
+int g_failures = 0;
+
+#define EXPECT_OR_COUNT(condition, ...)                                    \
+  do {                                                                     \
+    if (!(condition)) {                                                    \
+      std::fprintf(stderr, "rank %d: FAILED %s: %s\n", g_rank, #condition, \
+                   ::cpuft::str(__VA_ARGS__).c_str());                     \
+      ++g_failures;                                                        \
+    }                                                                      \
+  } while (0)
+
+// The model's listener, forwarding to the reducer (what the trainer's adapter does).
+class ReducerListener final : public GradListener {
+ public:
+  explicit ReducerListener(GradReducer& reducer) : reducer_(reducer) {}
+  void on_layer_grads_ready(int layer) override { reducer_.layer_ready(layer); }
+
+ private:
+  GradReducer& reducer_;
+};
+
+std::vector<LayerRange> backward_ranges(const ParamLayout& layout, const BertConfig& config) {
+  std::vector<LayerRange> ranges;
+  for (int layer = classifier_layer(config); layer >= kEmbeddingsLayer; --layer) {
+    const auto [begin, end] = layout.layer_range(layer);
+    ranges.push_back({layer, begin, end});
+  }
+  return ranges;
+}
+
+Batch shard(const Batch& batch, int rank, int world) {
+  Batch part;
+  for (int64_t s = rank; s < batch.num_sequences(); s += world) {
+    const int64_t begin = batch.seq_offsets[s], end = batch.seq_offsets[s + 1];
+    const auto n = static_cast<size_t>(end - begin);
+    part.add_sequence({batch.input_ids.data() + begin, n},
+                      {batch.token_type_ids.data() + begin, n});
+    if (!batch.labels.empty()) part.labels.push_back(batch.labels[static_cast<size_t>(s)]);
+    if (!batch.targets.empty()) part.targets.push_back(batch.targets[static_cast<size_t>(s)]);
+  }
+  return part;
+}
+
+uint64_t fnv1a(const void* data, size_t bytes) {
+  uint64_t hash = 1469598103934665603ull;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
+  return hash;
+}
+
+// One model replica: parameters, gradients, a model sized for its batch and an optimizer.
+struct Replica {
+  Replica(const SafetensorsFile& file, const BertConfig& config, const ParamLayout& layout,
+          const Batch& batch_in, const AdamWOptions& adamw_options)
+      : batch(batch_in),
+        params(static_cast<size_t>(layout.total_floats())),
+        grads(static_cast<size_t>(layout.total_floats())),
+        p(bind_params(layout, config, params.data())),
+        g(bind_params(layout, config, grads.data())),
+        model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), 64}),
+        adamw(layout, adamw_options) {
+    load_bert_weights(file, layout, config, params.data(), LoadOptions{"init.", 0});
+  }
+  // Zeroes the gradients and runs forward + backward (reporting layers to `listener`).
+  void gradients(int64_t step, int rank, GradListener* listener) {
+    grads.zero();
+    model.forward(p, batch,
+                  StepContext{42, static_cast<uint64_t>(step), static_cast<uint32_t>(rank)});
+    model.backward(p, g, listener);
+  }
+  Batch batch;
+  AlignedBuffer<float> params, grads;
+  BertParams p, g;
+  BertModel model;
+  AdamW adamw;
+};
+
+int run() {
+  auto comm = make_communicator("auto", detect_launch_from_process_env());
+  g_rank = comm->rank();
+  CPUFT_REQUIRE(comm->world_size() == 2, "run under mpirun -np 2 (world size is ",
+                comm->world_size(), ")");
+
+  const SafetensorsFile file = SafetensorsFile::open(fixture_path("golden_tiny_cls.safetensors"));
+  const BertConfig config = parse_bert_config(file.metadata().at("config"), file.label());
+  const ParamLayout layout(config);
+  const Batch batch = batch_from_fixture(file, config);
+  CPUFT_REQUIRE(batch.num_sequences() % comm->world_size() == 0, "batch of ", batch.num_sequences(),
+                " does not split evenly");
+  const nlohmann::json hyper = metadata_json(file, "hyper");
+  const AdamWOptions adamw_options{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
+                                   hyper.at("weight_decay")};
+  const LrSchedule schedule{ScheduleKind::linear, hyper.at("lr"), hyper.at("warmup_steps"),
+                            hyper.at("total_steps")};
+  const double max_grad_norm = hyper.at("max_grad_norm");
+  const std::vector<std::string> zero = zero_true_grad(file);
+
+  Replica whole(file, config, layout, batch, adamw_options);
+  Replica part(file, config, layout, shard(batch, comm->rank(), comm->world_size()), adamw_options);
+  // Small caps so that the tiny model gets several buckets: {classifier, pooler}, {1}, {0}, {-1}.
+  const BucketPlan plan(backward_ranges(layout, config), 16 * 1024, 1024);
+  CPUFT_REQUIRE(plan.num_buckets() >= 3, "expected several buckets, got ", plan.num_buckets());
+  GradReducer reducer(*comm, plan, part.grads.data(), layout.total_floats());
+  ReducerListener listener(reducer);
+
+  const std::vector<std::string> fingerprints = comm->all_gather_string(plan.fingerprint());
+  for (const std::string& f : fingerprints)
+    CPUFT_REQUIRE(f == fingerprints[0], "ranks disagree on the bucket plan");
+
+  double lr_sum = 0;
+  for (int64_t step = 0; step < 3; ++step) {
+    whole.gradients(step, 0, nullptr);
+    reducer.begin_step(step);
+    part.gradients(step, comm->rank(), &listener);
+    reducer.finish();
+    if (step == 0) {
+      double global = l2(whole.grads.data(), layout.total_floats());
+      for (const ParamSpec& spec : layout.specs()) {
+        const float* ours = part.grads.data() + spec.offset;
+        const float* ref = whole.grads.data() + spec.offset;
+        const double ref_norm = l2(ref, spec.numel);
+        const double error = relative_l2(ours, ref, spec.numel) * ref_norm;
+        // Exactly-zero gradients (key biases) are rounding noise on both sides: floor of 1e-6 of
+        // the global norm, as the golden tests.
+        EXPECT_OR_COUNT(error <= 1e-5 * ref_norm + (contains(zero, spec.name) ? 1e-6 * global : 0),
+                        "step 0 gradient ", spec.name, ": relative L2 error ",
+                        error / (ref_norm > 0 ? ref_norm : 1));
+      }
+    }
+    const double whole_norm =
+        clip_grad_norm(whole.grads.data(), layout.total_floats(), max_grad_norm);
+    const double part_norm =
+        clip_grad_norm(part.grads.data(), layout.total_floats(), max_grad_norm);
+    EXPECT_OR_COUNT(std::abs(whole_norm - part_norm) <= 1e-5 * whole_norm, "step ", step,
+                    " gradient norm ", part_norm, " vs whole batch ", whole_norm);
+    whole.adamw.step(whole.params.data(), whole.grads.data(), schedule.lr(step));
+    part.adamw.step(part.params.data(), part.grads.data(), schedule.lr(step));
+    lr_sum += schedule.lr(step);
+  }
+
+  for (const ParamSpec& spec : layout.specs()) {
+    const float* ours = part.params.data() + spec.offset;
+    const float* ref = whole.params.data() + spec.offset;
+    if (contains(zero, spec.name)) {
+      // AdamW turns rounding noise into steps of up to ~lr with arbitrary signs.
+      EXPECT_OR_COUNT(relative_max(ours, ref, spec.numel) * l2(ref, spec.numel) <= 2 * lr_sum + 1,
+                      spec.name);
+      for (int64_t i = 0; i < spec.numel; ++i)
+        EXPECT_OR_COUNT(std::abs(ours[i] - ref[i]) <= 2 * lr_sum, spec.name, "[", i, "]");
+      continue;
+    }
+    EXPECT_OR_COUNT(relative_l2(ours, ref, spec.numel) <= 1e-5, "parameter ", spec.name,
+                    " after 3 steps: relative L2 ", relative_l2(ours, ref, spec.numel));
+  }
+
+  const uint64_t hash = fnv1a(part.params.data(), part.params.size() * sizeof(float));
+  char text[32];
+  std::snprintf(text, sizeof text, "%016" PRIx64, hash);
+  const std::vector<std::string> hashes = comm->all_gather_string(text);
+  for (size_t r = 0; r < hashes.size(); ++r)
+    EXPECT_OR_COUNT(hashes[r] == hashes[0], "parameters of rank ", r, " (hash ", hashes[r],
+                    ") differ from rank 0's (", hashes[0], ")");
+  std::printf("rank %d: %s after 3 steps, parameter hash %s, overlap %.2f, %d buckets\n",
+              comm->rank(), g_failures ? "MISMATCH" : "equivalent", text,
+              reducer.last_stats().overlap_ratio, plan.num_buckets());
+  // Both ranks must agree on the verdict before finalising.
+  const std::vector<std::string> verdicts = comm->all_gather_string(std::to_string(g_failures));
+  for (const std::string& v : verdicts)
+    if (v != "0") return 1;
+  return 0;
+}
+
+}  // namespace
+}  // namespace cpuft
+
+int main() {
+  try {
+    return cpuft::run();
+  } catch (const cpuft::Error& e) {
+    std::fprintf(stderr, "rank %d: error: %s\n", cpuft::g_rank, e.what());
+    return 1;
+  }
+}

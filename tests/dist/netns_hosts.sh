@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# netns_hosts.sh MPIRUN PROGRAM [ARGS...]
+#
+# Runs PROGRAM on 2 "hosts" of one machine: two network namespaces joined by a veth pair
+# (198.18.0.1/24 and 198.18.0.2/24, the benchmarking range 198.18.0.0/15), so that the ranks talk
+# real TCP over a real interface. mpirun starts inside the first namespace with a hostfile of the
+# two addresses; its launch agent (in place of ssh) maps an address to `ip netns exec NS`. Open
+# MPI's out-of-band and byte-transfer layers are restricted to 198.18.0.0/15; the namespaces have
+# no other route, so no traffic leaves them. The namespaces are removed on exit, whatever happens.
+#
+# Exit status: PROGRAM's (through mpirun), 77 (CTest SKIP) when network namespaces cannot be made
+# here (not root, or no CAP_SYS_ADMIN in a container).
+# Link speed emulation for scaling runs: NETEM_RATE=1gbit adds `tc qdisc ... netem rate` on both
+# veth ends.
+set -euo pipefail
+mpirun=$1
+shift
+program=("$@")
+id=$$
+ns1=cpuft_h1_$id ns2=cpuft_h2_$id
+veth1=cpva$id veth2=cpvb$id
+work=$(mktemp -d /tmp/cpuft_netns.XXXXXX)
+
+cleanup() {
+  set +e
+  for ns in "$ns1" "$ns2"; do
+    if ip netns list 2>/dev/null | grep -qw "$ns"; then
+      pids=$(ip netns pids "$ns" 2>/dev/null)
+      [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+      ip netns del "$ns"
+    fi
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+if ! ip netns add "$ns1" 2>"$work/netns.err"; then
+  echo "netns_hosts: SKIP: cannot create a network namespace here ($(cat "$work/netns.err"));" \
+       "this test needs root with CAP_SYS_ADMIN"
+  exit 77
+fi
+ip netns add "$ns2"
+ip link add "$veth1" type veth peer name "$veth2"
+ip link set "$veth1" netns "$ns1"
+ip link set "$veth2" netns "$ns2"
+ip -n "$ns1" addr add 198.18.0.1/24 dev "$veth1"
+ip -n "$ns2" addr add 198.18.0.2/24 dev "$veth2"
+for pair in "$ns1 $veth1" "$ns2 $veth2"; do
+  set -- $pair
+  ip -n "$1" link set lo up
+  ip -n "$1" link set "$2" up
+  if [ -n "${NETEM_RATE:-}" ]; then
+    ip netns exec "$1" tc qdisc add dev "$2" root netem rate "$NETEM_RATE"
+  fi
+done
+
+# Launch agent: Open MPI runs "AGENT [options] HOST COMMAND..." as it would run ssh.
+cat > "$work/agent.sh" <<AGENT
+#!/bin/sh
+while [ "\${1#-}" != "\$1" ]; do shift; done   # ssh-style options, if any
+host=\$1
+shift
+case "\$host" in
+  198.18.0.1) ns=$ns1 ;;
+  198.18.0.2) ns=$ns2 ;;
+  *) echo "netns agent: unknown host '\$host' (only 198.18.0.1 and 198.18.0.2 exist)" >&2; exit 1 ;;
+esac
+exec ip netns exec "\$ns" sh -c "\$*"
+AGENT
+chmod +x "$work/agent.sh"
+printf '198.18.0.1 slots=1\n198.18.0.2 slots=1\n' > "$work/hostfile"
+
+echo "netns_hosts: hosts 198.18.0.1 ($ns1) and 198.18.0.2 ($ns2) joined by $veth1-$veth2"
+status=0
+timeout -k 5 60 ip netns exec "$ns1" "$mpirun" --allow-run-as-root --oversubscribe --bind-to none \
+  -np 2 --hostfile "$work/hostfile" --mca plm_rsh_agent "$work/agent.sh" \
+  --mca btl tcp,self --mca btl_tcp_if_include 198.18.0.0/15 \
+  --mca oob_tcp_if_include 198.18.0.0/15 \
+  -x OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "${program[@]}" 2>&1 | tee "$work/output" || status=$?
+[ "$status" -eq 0 ] || { echo "netns_hosts: FAILED: mpirun exited with $status"; exit 1; }
+# One rank per host: each must see itself as local rank 0 of 1.
+hosts=$(grep -c "local rank 0 of 1" "$work/output" || true)
+[ "$hosts" -eq 2 ] || { echo "netns_hosts: FAILED: expected 2 ranks on separate hosts, saw $hosts"; exit 1; }
+echo "netns_hosts: OK"
