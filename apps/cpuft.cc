@@ -17,17 +17,24 @@
 #include "kernels/kernels.h"
 #include "model/bert_config.h"
 #include "model/param_layout.h"
+#include "train/distributed.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
 namespace cpuft {
 namespace {
 
-void print_env() {
+// What this run would use: kernels, oneDNN, and for every rank the launcher's view, the cores and
+// threads it owns, the backend and the host.
+void print_env(const std::string& backend) {
+  DistContext dist = start_distributed(backend, 60);
+  const std::vector<std::string> ranks = describe_ranks(dist);
+  if (dist.rank() != 0) return;
   std::printf("cpuft %s\n", CPUFT_VERSION);
   std::printf("kernels: %s\n", kernels().isa);
   std::printf("oneDNN: %s\n", onednn_version_string());
-  std::printf("OpenMP threads: %d\n", omp_get_max_threads());
+  std::printf("launcher: %s\n", dist.launch.describe().c_str());
+  for (const std::string& line : ranks) std::printf("%s\n", line.c_str());
 }
 
 // Loads a Hugging Face model folder and reports what it holds.
@@ -102,7 +109,10 @@ int run(int argc, char** argv) {
                    "Sequences per batch")
       ->capture_default_str();
 
-  CLI::App* env = app.add_subcommand("env", "Print the kernels, oneDNN version and threads in use");
+  CLI::App* env = app.add_subcommand(
+      "env", "Print the kernels, oneDNN version, launcher and every rank's cores and threads");
+  std::string env_backend = "auto";
+  env->add_option("--dist_backend", env_backend, "auto, mpi, ccl or single")->capture_default_str();
   std::string model_dir;
   CLI::App* inspect = app.add_subcommand("inspect", "Load a Hugging Face model folder and report");
   inspect->add_option("--model_name_or_path,model", model_dir, "Model folder")->required();
@@ -121,7 +131,7 @@ int run(int argc, char** argv) {
     predict_config.overwrite_output_dir = true;
     return run_trainer(predict_config);
   }
-  if (env->parsed()) print_env();
+  if (env->parsed()) print_env(env_backend);
   if (inspect->parsed()) inspect_model(model_dir);
   return 0;
 }

@@ -86,6 +86,16 @@ DistContext start_distributed(const std::string& backend, double timeout_seconds
   return d;
 }
 
+std::vector<std::string> describe_ranks(DistContext& dist) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string mine = str(dist.launch.describe(), "; ", dist.binding, "; backend ",
+                               dist.comm->name(), "; host ", host);
+  std::vector<std::string> all = dist.comm->all_gather_string(mine);
+  for (size_t r = 0; r < all.size(); ++r) all[r] = str("rank ", r, ": ", all[r]);
+  return all;
+}
+
 std::string fingerprint(const void* data, size_t bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
   const auto* p = static_cast<const unsigned char*>(data);

@@ -29,6 +29,10 @@ struct DistContext {
 // CPUFT_ALLOW_OVERSUBSCRIPTION=1.
 DistContext start_distributed(const std::string& backend, double timeout_seconds);
 
+// One line per rank (gathered on every rank): "rank 1: openmpi: rank 1 of 2, local rank 0 of 1;
+// cores 0-1 (2 threads); backend mpi; host h2".
+std::vector<std::string> describe_ranks(DistContext& dist);
+
 // Every rank passes the same list of (name, value) facts; a difference is an Error naming the fact
 // and the ranks that disagree with rank 0.
 void check_ranks_agree(Communicator& comm,

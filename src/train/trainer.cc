@@ -201,8 +201,7 @@ void Trainer::prepare() {
                                               s.layout->total_floats());
     if (!c.timeline_dir.empty()) s.reducer->set_timeline(&s.timeline);
   }
-  s.print(str("rank layout: ", s.dist.launch.describe(), "; ", s.dist.binding, "; backend ",
-              s.dist.comm->name()));
+  for (const std::string& line : describe_ranks(s.dist)) s.print(line);
 
   // 4. The model, sized for the largest batch any split can produce.
   int64_t longest = 1, max_batch = 1;

@@ -1,5 +1,5 @@
 // Writes a tiny Hugging Face BERT model folder for the command-line tests:
-//   make_tiny_model OUT_DIR [--no-head] [--labels K]
+//   make_tiny_model OUT_DIR [--no-head] [--no-dropout] [--labels K]
 // config.json and model.safetensors come from the committed golden fixture (a 2-layer, hidden-32
 // BERT with its weights); vocab.txt holds the special tokens and a small English word list, so
 // sentences built from those words tokenize to in-vocabulary ids. --no-head leaves out the
@@ -18,14 +18,18 @@ namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
   try {
-    CPUFT_REQUIRE(argc >= 2, "usage: make_tiny_model OUT_DIR [--no-head] [--labels K]");
+    CPUFT_REQUIRE(argc >= 2,
+                  "usage: make_tiny_model OUT_DIR [--no-head] [--no-dropout] [--labels K]");
     const fs::path out(argv[1]);
     bool head = true;
+    double dropout = 0.1;
     int labels = 3;
     for (int i = 2; i < argc; ++i) {
       const std::string arg = argv[i];
       if (arg == "--no-head")
         head = false;
+      else if (arg == "--no-dropout")
+        dropout = 0.0;
       else if (arg == "--labels" && i + 1 < argc)
         labels = std::stoi(argv[++i]);
       else
@@ -39,8 +43,8 @@ int main(int argc, char** argv) {
     config["num_labels"] = labels;
     config.erase("id2label");
     config.erase("label2id");
-    config["hidden_dropout_prob"] = 0.1;
-    config["attention_probs_dropout_prob"] = 0.1;
+    config["hidden_dropout_prob"] = dropout;
+    config["attention_probs_dropout_prob"] = dropout;
     config["architectures"] = {"BertModel"};
     std::ofstream(out / "config.json") << config.dump(2) << "\n";
 

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# cpuft train across ranks, end to end on a tiny dropout-free model:
+#   1. 2 ranks x batch 8 give the same losses and weights as 1 rank x batch 16 (and 2 ranks x
+#      batch 4 x 2 accumulation steps the same again);
+#   2. the same job across two "hosts" (network namespaces, TCP) gives bit-identical weights to the
+#      2-rank job on one host;
+#   3. a rank killed with SIGKILL mid-training ends the whole job within 30 s, with a message.
+# Usage: trainer_dist_test.sh CPUFT MAKE_TINY_MODEL MPIRUN NETNS_HOSTS_SCRIPT
+set -uo pipefail
+cpuft="$1" make_tiny_model="$2" mpirun="$3" netns="$4"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi=("$mpirun" --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+failures=0 passes=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { passes=$((passes + 1)); }
+
+"$make_tiny_model" "$work/model" --no-head --no-dropout || exit 1
+RANDOM=11
+words=(the movie film is was very not and plot acting story good bad great dull fun long)
+{
+  printf 'sentence\tlabel\n'
+  for ((r = 0; r < 96; r++)); do
+    s=""
+    for ((k = 0; k < 3 + RANDOM % 8; k++)); do s+="${words[RANDOM % ${#words[@]}]} "; done
+    printf '%s\t%d\n' "$s" $((RANDOM % 2))
+  done
+} >"$work/data.tsv"
+
+common=(--model_name_or_path "$work/model" --train_file "$work/data.tsv" --validation_file
+        "$work/data.tsv" --do_train --do_eval --max_seq_length 16 --learning_rate 1e-3
+        --logging_steps 1 --save_strategy no --weight_decay 0.01)
+flags=("${common[@]}" --max_steps 5)
+value() { sed -n "s/.*\"$2\": \\([-0-9.e]*\\).*/\\1/p" "$1/all_results.json"; }
+close() {  # close A B: |A - B| <= 1e-5 |B|
+  awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b;
+                                   exit !(d <= 1e-5 * m && a != "") }'
+}
+
+OMP_NUM_THREADS=1 "$cpuft" train "${flags[@]}" --per_device_train_batch_size 16 \
+  --output_dir "$work/one" >"$work/one.log" 2>&1 || fail "1 rank: $(tail -2 "$work/one.log")"
+"${mpi[@]}" -np 2 "$cpuft" train "${flags[@]}" --per_device_train_batch_size 8 \
+  --output_dir "$work/two" >"$work/two.log" 2>&1 || fail "2 ranks: $(tail -2 "$work/two.log")"
+"${mpi[@]}" -np 2 "$cpuft" train "${flags[@]}" --per_device_train_batch_size 4 \
+  --gradient_accumulation_steps 2 --output_dir "$work/accum" >"$work/accum.log" 2>&1 ||
+  fail "2 ranks with accumulation: $(tail -2 "$work/accum.log")"
+for run in two accum; do
+  for key in train_loss eval_loss; do
+    a=$(value "$work/$run" $key) b=$(value "$work/one" $key)
+    close "$a" "$b" && pass || fail "$run: $key $a differs from 1 rank's $b"
+  done
+done
+grep -q "rank 1: openmpi: rank 1 of 2" "$work/two.log" && pass || fail "rank layout not printed"
+
+# 2. Two hosts over TCP: same result as two ranks on one host, bit for bit.
+"$netns" "$mpirun" "$cpuft" train "${flags[@]}" --per_device_train_batch_size 8 \
+  --output_dir "$work/hosts" >"$work/hosts.log" 2>&1
+status=$?
+if [ "$status" = 77 ]; then
+  echo "SKIP: network namespaces unavailable: $(tail -1 "$work/hosts.log")"
+elif [ "$status" = 0 ]; then
+  cmp -s "$work/two/model.safetensors" "$work/hosts/model.safetensors" && pass ||
+    fail "2-host weights differ from 2-rank weights"
+else
+  fail "2 hosts: $(tail -5 "$work/hosts.log")"
+fi
+
+# 3. SIGKILL one rank mid-training: the job ends within 30 s, non-zero, saying what happened.
+"${mpi[@]}" -np 2 "$cpuft" train "${common[@]}" --per_device_train_batch_size 8 --max_steps 100000 \
+  --output_dir "$work/killed" >"$work/killed.log" 2>&1 &
+launcher=$!
+victim=""
+for i in $(seq 100); do
+  [ -n "$victim" ] && break
+  sleep 0.2
+  grep -q "^training:" "$work/killed.log" 2>/dev/null &&
+    victim=$(pgrep -f "output_dir $work/killed" | grep -v "^$launcher\$" | tail -1)
+done
+if [ -z "$victim" ]; then
+  fail "kill test: training never started: $(tail -3 "$work/killed.log")"
+  kill -9 "$launcher" 2>/dev/null
+else
+  kill -9 "$victim"
+  start=$SECONDS
+  wait "$launcher"
+  status=$? elapsed=$((SECONDS - start))
+  [ "$status" != 0 ] && pass || fail "kill test: job exited 0"
+  [ "$elapsed" -le 30 ] && pass || fail "kill test: took ${elapsed}s to end"
+  grep -qiE "killed|signal 9|lost|died" "$work/killed.log" && pass ||
+    fail "kill test: no message: $(tail -3 "$work/killed.log")"
+fi
+
+echo "$passes passed, $failures failed"
+[ "$failures" = 0 ]
