@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "data/tokenizer_test_util.h"
+#include "data/utf8.h"
 #include "data/wordpiece_tokenizer.h"
 
 namespace cpuft {
@@ -158,24 +159,6 @@ TEST(TokenizerGlue, EveryGlueSentenceMatchesHF) {
     }
   }
   EXPECT_GE(n_files, 15u);
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
 }
 
 // Every Unicode code point through the whole pipeline (normalizer, pre-tokenizer, WordPiece),
