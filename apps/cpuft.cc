@@ -18,6 +18,7 @@
 #include "model/bert_config.h"
 #include "model/param_layout.h"
 #include "train/distributed.h"
+#include "train/scaling.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -116,6 +117,9 @@ int run(int argc, char** argv) {
   std::string model_dir;
   CLI::App* inspect = app.add_subcommand("inspect", "Load a Hugging Face model folder and report");
   inspect->add_option("--model_name_or_path,model", model_dir, "Model folder")->required();
+  BenchOptions bench_options;
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: --scaling (see docs/scaling.md)");
+  add_bench_flags(*bench, bench_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -131,6 +135,7 @@ int run(int argc, char** argv) {
     predict_config.overwrite_output_dir = true;
     return run_trainer(predict_config);
   }
+  if (bench->parsed()) return run_bench(bench_options);
   if (env->parsed()) print_env(env_backend);
   if (inspect->parsed()) inspect_model(model_dir);
   return 0;

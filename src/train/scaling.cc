@@ -1,0 +1,397 @@
+#include "train/scaling.h"
+
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "core/buffer.h"
+#include "core/check.h"
+#include "core/fp_env.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "dist/communicator.h"
+#include "dist/launcher.h"
+#include "kernels/kernels.h"
+#include "model/bert_model.h"
+#include "model/param_layout.h"
+#include "optim/adamw.h"
+
+namespace cpuft {
+
+LinkModel link_from_gbit(double gbit_per_second, double latency_seconds) {
+  CPUFT_REQUIRE(gbit_per_second > 0, "--link_gbit must be positive, got ", gbit_per_second);
+  CPUFT_REQUIRE(latency_seconds >= 0, "--latency_us must not be negative");
+  char label[48];
+  std::snprintf(label, sizeof label, "%g Gbit/s", gbit_per_second);
+  return LinkModel{label, gbit_per_second * 1e9 / 8, latency_seconds};
+}
+
+double ring_allreduce_seconds(double bytes, int hosts, const LinkModel& link) {
+  CPUFT_REQUIRE(hosts >= 1, "hosts must be at least 1, got ", hosts);
+  if (hosts == 1) return 0;
+  CPUFT_CHECK(link.bytes_per_second > 0);
+  const double n = hosts;
+  return 2 * (n - 1) / n * bytes / link.bytes_per_second + 2 * (n - 1) * link.latency_seconds;
+}
+
+OverlapResult simulate_overlap(double backward_seconds, const std::vector<BucketTask>& buckets) {
+  CPUFT_REQUIRE(backward_seconds >= 0, "negative backward time");
+  OverlapResult r;
+  r.backward_seconds = backward_seconds;
+  double link_free = 0;  // events: bucket ready, link free; one link, buckets in plan order
+  for (const BucketTask& b : buckets) {
+    CPUFT_REQUIRE(b.ready_seconds >= 0 && b.comm_seconds >= 0, "negative bucket time");
+    const double start = std::max(b.ready_seconds, link_free);
+    link_free = start + b.comm_seconds;
+    r.start_seconds.push_back(start);
+    r.end_seconds.push_back(link_free);
+    r.comm_seconds += b.comm_seconds;
+  }
+  r.comm_end_seconds = link_free;
+  r.exposed_seconds = std::max(0.0, r.comm_end_seconds - backward_seconds);
+  // Every bucket is ready by the end of backward, so after it the link is busy without gaps: the
+  // exposed time is link time, and the rest of the link time ran under backward.
+  r.hidden_seconds = std::max(0.0, r.comm_seconds - r.exposed_seconds);
+  r.overlap_ratio = r.comm_seconds > 0 ? r.hidden_seconds / r.comm_seconds : 0;
+  return r;
+}
+
+std::vector<double> bucket_ready_seconds(const ComputeProfile& profile, const BucketPlan& plan) {
+  CPUFT_CHECK(profile.layers.size() == profile.layer_ready_seconds.size());
+  std::vector<double> ready;
+  for (const Bucket& bucket : plan.buckets()) {
+    double t = 0;
+    for (int layer : bucket.layers) {
+      const auto it = std::find(profile.layers.begin(), profile.layers.end(), layer);
+      CPUFT_REQUIRE(it != profile.layers.end(), "no backward timing for layer ", layer);
+      t = std::max(t,
+                   profile.layer_ready_seconds[static_cast<size_t>(it - profile.layers.begin())]);
+    }
+    ready.push_back(t);
+  }
+  return ready;
+}
+
+ScalingPoint predict_scaling(const ComputeProfile& profile, const BucketPlan& plan, int hosts,
+                             const LinkModel& link) {
+  const std::vector<double> ready = bucket_ready_seconds(profile, plan);
+  std::vector<BucketTask> tasks;
+  for (size_t b = 0; b < ready.size(); ++b) {
+    const double bytes = static_cast<double>(plan.buckets()[b].floats()) * sizeof(float);
+    // A bucket cannot be ready after backward ends (guards rounding in measured profiles).
+    tasks.push_back(
+        {std::min(ready[b], profile.backward_seconds), ring_allreduce_seconds(bytes, hosts, link)});
+  }
+  const OverlapResult r = simulate_overlap(profile.backward_seconds, tasks);
+  ScalingPoint p;
+  p.hosts = hosts;
+  p.step_seconds = profile.forward_seconds +
+                   std::max(profile.backward_seconds, r.comm_end_seconds) +
+                   profile.optimizer_seconds;
+  p.speedup = p.step_seconds > 0 ? hosts * profile.step_seconds() / p.step_seconds : 0;
+  p.efficiency = p.speedup / hosts;
+  p.comm_seconds = r.comm_seconds;
+  p.exposed_seconds = r.exposed_seconds;
+  p.overlap_ratio = r.overlap_ratio;
+  return p;
+}
+
+std::string format_scaling_table(const std::vector<ScalingPoint>& points, const LinkModel& link,
+                                 int per_host_batch) {
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line, "link %s, %.0f us per message, ring all-reduce:\n",
+                link.label.c_str(), link.latency_seconds * 1e6);
+  out << line;
+  std::snprintf(line, sizeof line, "%6s %13s %9s %8s %10s %10s %12s %8s\n", "hosts", "global_batch",
+                "step_s", "speedup", "efficiency", "comm_s", "exposed_s", "overlap");
+  out << line;
+  for (const ScalingPoint& p : points) {
+    std::snprintf(line, sizeof line, "%6d %13d %9.3f %8.2f %10.2f %10.3f %12.3f %8.2f\n", p.hosts,
+                  p.hosts * per_host_batch, p.step_seconds, p.speedup, p.efficiency, p.comm_seconds,
+                  p.exposed_seconds, p.overlap_ratio);
+    out << line;
+  }
+  return out.str();
+}
+
+void add_bench_flags(CLI::App& app, BenchOptions& o) {
+  app.add_flag("--scaling", o.scaling, "Measure one step and predict data-parallel scaling");
+  app.add_option("--config", o.config_path, "HF config.json of the model shape (required)");
+  app.add_option("--lengths", o.lengths_path, "Sequence lengths, one per line")
+      ->capture_default_str();
+  app.add_option("--batch", o.batch, "Sequences per host per step")->capture_default_str();
+  app.add_option("--steps", o.steps, "Timed steps (median reported)")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Untimed steps first")->capture_default_str();
+  app.add_option("--link_gbit", o.link_gbit, "Link speeds in Gbit/s (repeat or comma list)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--hosts", o.hosts, "Host counts, comma list")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--latency_us", o.latency_us, "Per-message latency of the ring, microseconds")
+      ->capture_default_str();
+  app.add_option("--bucket_cap_mb", o.bucket_cap_mb, "Gradient bucket cap (as cpuft train)")
+      ->capture_default_str();
+  app.add_option("--allreduce_reps", o.allreduce_reps, "All-reduce repetitions (2 ranks only)")
+      ->capture_default_str();
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  CPUFT_CHECK(!v.empty());
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one = 0, five = 0;
+  if (!(in >> one >> five)) return "unknown";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f (1 min), %.2f (5 min)", one, five);
+  return text;
+}
+
+std::vector<int> read_lengths(const std::string& path) {
+  std::ifstream in(path);
+  CPUFT_REQUIRE(in.good(), path, ": cannot open");
+  std::vector<int> lengths;
+  for (int n; in >> n;) {
+    CPUFT_REQUIRE(n > 0, path, ": length ", n, " is not positive");
+    lengths.push_back(n);
+  }
+  CPUFT_REQUIRE(!lengths.empty(), path, ": no lengths");
+  return lengths;
+}
+
+// Backward order of the layers: classifier, pooler, L-1 .. 0, embeddings (as the trainer).
+BucketPlan make_plan(const ParamLayout& layout, const BertConfig& config, double cap_mb) {
+  std::vector<LayerRange> ranges;
+  for (int layer = classifier_layer(config); layer >= kEmbeddingsLayer; --layer) {
+    const auto [begin, end] = layout.layer_range(layer);
+    ranges.push_back(LayerRange{layer, begin, end});
+  }
+  return BucketPlan(ranges, static_cast<int64_t>(cap_mb * 1024 * 1024));
+}
+
+class ReadyClock : public GradListener {
+ public:
+  explicit ReadyClock(const Stopwatch& watch) : watch_(watch) {}
+  void on_layer_grads_ready(int layer) override {
+    layers.push_back(layer);
+    seconds.push_back(watch_.seconds());
+  }
+  std::vector<int> layers;
+  std::vector<double> seconds;
+
+ private:
+  const Stopwatch& watch_;
+};
+
+// (a) + (b): medians over `steps` timed steps of a random-weight model on MRPC-like batches.
+ComputeProfile measure_compute(const BenchOptions& o, const BertConfig& config,
+                               const ParamLayout& layout) {
+  AlignedBuffer<float> params(static_cast<size_t>(layout.total_floats()));
+  AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
+  for (const ParamSpec& spec : layout.specs()) {
+    float* p = params.data() + spec.offset;
+    if (spec.name.find("LayerNorm.weight") != std::string::npos) {
+      std::fill_n(p, spec.numel, 1.0f);
+    } else if (!spec.name.ends_with(".bias")) {
+      const RngKey key{7, static_cast<uint64_t>(spec.offset)};
+      for (int64_t i = 0; i < spec.numel; ++i) p[i] = 0.02f * normal_at(key, i);
+    }
+  }
+  const BertParams p = bind_params(layout, config, params.data());
+  const BertParams g = bind_params(layout, config, grads.data());
+
+  const std::vector<int> lengths = read_lengths(o.lengths_path);
+  const int64_t longest = std::min<int64_t>(*std::max_element(lengths.begin(), lengths.end()),
+                                            config.max_position_embeddings);
+  std::mt19937 rng(1234);
+  std::vector<Batch> batches(static_cast<size_t>(o.warmup + o.steps));
+  int64_t max_tokens = 0;
+  for (Batch& batch : batches) {
+    for (int s = 0; s < o.batch; ++s) {
+      const auto T = static_cast<size_t>(
+          std::min<int64_t>(lengths[rng() % lengths.size()], config.max_position_embeddings));
+      std::vector<int32_t> ids(T), types(T, 0);
+      for (int32_t& id : ids) id = static_cast<int32_t>(rng() % config.vocab_size);
+      batch.add_sequence(ids, types);
+      batch.labels.push_back(static_cast<int32_t>(rng() % 2));
+    }
+    max_tokens = std::max(max_tokens, batch.num_tokens());
+  }
+  BertModel model(config, ModelLimits{max_tokens, o.batch, longest});
+  AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
+
+  std::vector<double> forward, backward, optimizer;
+  std::vector<std::vector<double>> ready;  // per step, per layer
+  std::vector<int> layers;
+  for (int step = 0; step < o.warmup + o.steps; ++step) {
+    Stopwatch watch;
+    model.forward(p, batches[static_cast<size_t>(step)],
+                  StepContext{42, static_cast<uint64_t>(step)});
+    const double f = watch.seconds();
+    Stopwatch backward_watch;
+    ReadyClock clock(backward_watch);
+    model.backward(p, g, &clock);
+    const double b = backward_watch.seconds();
+    clip_grad_norm(grads.data(), layout.total_floats(), 1.0);
+    adamw.step(params.data(), grads.data(), 2e-5);
+    grads.zero();
+    const double total = watch.seconds();
+    if (step < o.warmup) continue;
+    CPUFT_CHECK(layers.empty() || layers == clock.layers);
+    layers = clock.layers;
+    forward.push_back(f);
+    backward.push_back(b);
+    optimizer.push_back(total - f - b);
+    ready.push_back(clock.seconds);
+  }
+  ComputeProfile profile;
+  profile.forward_seconds = median(forward);
+  profile.backward_seconds = median(backward);
+  profile.optimizer_seconds = median(optimizer);
+  profile.layers = layers;
+  double running = 0;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    std::vector<double> at;
+    for (const std::vector<double>& r : ready) at.push_back(r[l]);
+    running = std::max(running, std::min(median(at), profile.backward_seconds));
+    profile.layer_ready_seconds.push_back(running);  // medians per layer, kept non-decreasing
+  }
+  return profile;
+}
+
+// (c): all-reduce of every distinct bucket size between the 2 ranks of this job. Returns the
+// algorithm bandwidth (bytes / time) of the largest bucket, which for a ring of 2 is the link
+// speed S of assumption 2 with the latency folded in.
+double measure_two_rank_bandwidth(Communicator& comm, const BucketPlan& plan, int reps,
+                                  std::string& report) {
+  std::vector<int64_t> sizes;
+  for (const Bucket& b : plan.buckets()) sizes.push_back(b.floats());
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.size() > 3) sizes = {sizes.front(), sizes[sizes.size() / 2], sizes.back()};
+  AlignedBuffer<float> data(static_cast<size_t>(sizes.back()));
+  for (size_t i = 0; i < data.size(); ++i) data[i] = 1.0f;
+  double bandwidth = 0;
+  char line[160];
+  for (int64_t n : sizes) {
+    std::vector<double> times;
+    for (int rep = 0; rep < reps + 1; ++rep) {  // first: warm-up
+      comm.barrier();
+      Stopwatch watch;
+      comm.wait(comm.all_reduce_sum_async(data.data(), n));
+      if (rep > 0) times.push_back(watch.seconds());
+    }
+    const double t = median(times), bytes = static_cast<double>(n) * sizeof(float);
+    bandwidth = bytes / t;
+    std::snprintf(line, sizeof line, "  %9.2f MB  %9.2f ms  %7.2f GB/s  (%.1f Gbit/s)\n",
+                  bytes / 1048576, t * 1e3, bandwidth / 1e9, bandwidth * 8 / 1e9);
+    report += line;
+  }
+  return bandwidth;
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
+  CPUFT_REQUIRE(o.scaling, "cpuft bench: choose a benchmark (--scaling)");
+  CPUFT_REQUIRE(!o.config_path.empty(), "cpuft bench --scaling: --config is required");
+  CPUFT_REQUIRE(o.batch >= 1 && o.steps >= 1 && o.warmup >= 0, "--batch and --steps must be >= 1");
+  CPUFT_REQUIRE(!o.hosts.empty() && !o.link_gbit.empty(), "--hosts and --link_gbit need values");
+  for (int h : o.hosts) CPUFT_REQUIRE(h >= 1, "--hosts: ", h, " is not a host count");
+  enable_flush_denormals_all_threads();
+
+  BertConfig config = load_bert_config(o.config_path);
+  config.num_labels = 2;
+  const ParamLayout layout(config);
+  const BucketPlan plan = make_plan(layout, config, o.bucket_cap_mb);
+
+  std::vector<LinkModel> links;
+  for (double gbit : o.link_gbit) links.push_back(link_from_gbit(gbit, o.latency_us * 1e-6));
+
+  // (c) only under a launcher with exactly 2 ranks; then rank 1 leaves and rank 0 measures alone.
+  const LaunchInfo launch = detect_launch_from_process_env();
+  std::string allreduce_report;
+  if (launch.world_size > 1) {
+    CPUFT_REQUIRE(launch.world_size == 2, "cpuft bench --scaling: run with 1 rank or 2 (got ",
+                  launch.world_size, ")");
+    double bandwidth = 0;
+    int rank = 0;
+    {
+      std::unique_ptr<Communicator> comm = make_communicator("mpi", launch);
+      rank = comm->rank();
+      bandwidth = measure_two_rank_bandwidth(*comm, plan, o.allreduce_reps, allreduce_report);
+      comm->barrier();
+    }  // MPI_Finalize on both ranks: rank 0's compute measurement runs alone
+    if (rank != 0) return 0;
+    char label[80];
+    std::snprintf(label, sizeof label, "measured between 2 local ranks: %.1f Gbit/s",
+                  bandwidth * 8 / 1e9);
+    links.push_back(LinkModel{label, bandwidth, 0});  // latency folded into the bandwidth
+  }
+
+  const ComputeProfile profile = measure_compute(o, config, layout);
+  const std::vector<double> ready = bucket_ready_seconds(profile, plan);
+
+  std::printf("cpuft bench --scaling\n");
+  std::printf("model: %s (L=%lld D=%lld F=%lld), %.1f M parameters, batch %d per host, %s\n",
+              o.config_path.c_str(), static_cast<long long>(config.num_hidden_layers),
+              static_cast<long long>(config.hidden_size),
+              static_cast<long long>(config.intermediate_size),
+              static_cast<double>(layout.total_floats()) / 1e6, o.batch, o.lengths_path.c_str());
+  std::printf("machine: %d OpenMP threads, kernels %s, load average %s\n", omp_get_max_threads(),
+              kernels().isa, load_average().c_str());
+  std::printf(
+      "\n(a) one step, median of %d: %.3f s = forward %.3f + backward %.3f + optimizer %.3f\n",
+      o.steps, profile.step_seconds(), profile.forward_seconds, profile.backward_seconds,
+      profile.optimizer_seconds);
+  std::printf("\n(b) backward by layer (ready = gradients final, since backward start):\n");
+  std::printf("%8s %10s %10s %14s\n", "layer", "layer_ms", "ready_ms", "remaining_ms");
+  double previous = 0;
+  for (size_t l = 0; l < profile.layers.size(); ++l) {
+    const double t = profile.layer_ready_seconds[l];
+    std::printf("%8d %10.1f %10.1f %14.1f\n", profile.layers[l], (t - previous) * 1e3, t * 1e3,
+                (profile.backward_seconds - t) * 1e3);
+    previous = t;
+  }
+  std::printf("\nbuckets (cap %.0f MB, launch order) and the backward time left to hide each:\n",
+              o.bucket_cap_mb);
+  std::printf("%7s %10s %10s %14s  layers\n", "bucket", "MB", "ready_ms", "remaining_ms");
+  for (size_t b = 0; b < plan.buckets().size(); ++b) {
+    const Bucket& bucket = plan.buckets()[b];
+    std::string names;
+    for (int layer : bucket.layers) names += (names.empty() ? "" : ",") + std::to_string(layer);
+    std::printf("%7zu %10.2f %10.1f %14.1f  %s\n", b,
+                static_cast<double>(bucket.floats()) * sizeof(float) / 1048576, ready[b] * 1e3,
+                (profile.backward_seconds - std::min(ready[b], profile.backward_seconds)) * 1e3,
+                names.c_str());
+  }
+  if (!allreduce_report.empty())
+    std::printf("\n(c) all-reduce between the 2 ranks of this job (shared memory, ring):\n%s",
+                allreduce_report.c_str());
+  else
+    std::printf("\n(c) not under mpirun with 2 ranks: network modelled from --link_gbit only\n");
+
+  std::printf("\nprediction (model and assumptions: docs/scaling.md); speedup = N x T(1) / T(N)\n");
+  for (const LinkModel& link : links) {
+    std::vector<ScalingPoint> points;
+    for (int h : o.hosts) points.push_back(predict_scaling(profile, plan, h, link));
+    std::printf("\n%s", format_scaling_table(points, link, o.batch).c_str());
+  }
+  return 0;
+}
+
+}  // namespace cpuft

@@ -1,0 +1,123 @@
+// Scaling model: predicts the data-parallel step time on N hosts from one host's measured step.
+//
+// `cpuft bench --scaling` measures, in this process, one training step of a BERT-shaped model
+// (forward, backward, clip + AdamW) and the moment each layer's gradients become final during
+// backward (GradListener). It then replays the gradient all-reduce of every bucket of the real
+// BucketPlan against those moments for N hosts and a link of S Gbit/s and prints step time,
+// speedup, exposed communication and overlap ratio. docs/scaling.md explains how to run it.
+//
+// The model (its assumptions, each a simplification that makes the prediction optimistic or
+// pessimistic in a known direction):
+//   1. Data parallel, weak scaling: every host runs the same per-host batch, so forward, backward
+//      and optimizer times do not depend on N; the global batch is N x batch. Speedup vs 1 host is
+//      N x T(1) / T(N) (samples per second ratio); T(1) has no communication.
+//   2. One rank per host, and the all-reduce is a ring: a bucket of b bytes costs
+//        2 (N-1)/N x b / S  +  2 (N-1) x latency
+//      (reduce-scatter then all-gather: 2(N-1) messages in sequence, each carrying b/N bytes).
+//      S is the per-direction bandwidth the ring achieves (take the NIC's TCP goodput, not its
+//      nominal rate); latency is per message (default 30 us, TCP on a datacenter LAN).
+//   3. One link: buckets go over it one at a time, in BucketPlan order (the order MPI requires),
+//      each starting as soon as all of its layers' gradients are final AND the previous bucket is
+//      done. Progress is continuous (as with a NIC/progress thread); cpuft's GradReducer polls
+//      between layers, so a real run can only be later than this (docs/distributed.md).
+//   4. Communication takes no compute: backward runs at its measured speed while buckets fly.
+//      True when the NIC and the kernel move the bytes; false for shared-memory ranks on one host.
+//   5. The step ends when backward and the last bucket are both done; then clip + AdamW (every
+//      host updates its full copy of the parameters, as DDP does). Averaging cost is ignored.
+//   6. Stragglers, jitter and the data loader are not modelled.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dist/bucket_plan.h"
+
+namespace CLI {
+class App;
+}
+
+namespace cpuft {
+
+// What one host measured: phase times and, for each layer in backward order (classifier, pooler,
+// L-1 .. 0, embeddings), the time from the start of backward until its gradients were final.
+struct ComputeProfile {
+  double forward_seconds = 0;
+  double backward_seconds = 0;
+  double optimizer_seconds = 0;  // clip + AdamW + zeroing the gradients
+  std::vector<int> layers;
+  std::vector<double> layer_ready_seconds;  // parallel to layers, non-decreasing
+  double step_seconds() const { return forward_seconds + backward_seconds + optimizer_seconds; }
+};
+
+struct LinkModel {
+  std::string label;            // "25 Gbit/s"
+  double bytes_per_second = 0;  // S, per direction, achieved
+  double latency_seconds = 0;   // per message
+};
+LinkModel link_from_gbit(double gbit_per_second, double latency_seconds);
+
+// Ring all-reduce of `bytes` over `hosts` ranks (assumption 2); 0 when hosts == 1.
+double ring_allreduce_seconds(double bytes, int hosts, const LinkModel& link);
+
+// One bucket of the simulation: when it may start (seconds since the start of backward) and how
+// long it occupies the link.
+struct BucketTask {
+  double ready_seconds = 0;
+  double comm_seconds = 0;
+};
+
+struct OverlapResult {
+  double backward_seconds = 0;  // when backward ends
+  double comm_end_seconds = 0;  // when the last bucket ends (0 without buckets)
+  double comm_seconds = 0;      // sum of the buckets' link times
+  double exposed_seconds = 0;   // max(0, comm_end - backward): what the step waits for
+  double hidden_seconds = 0;    // comm_seconds - exposed_seconds
+  double overlap_ratio = 0;     // hidden / comm (0 when there is no communication)
+  std::vector<double> start_seconds, end_seconds;  // per bucket
+};
+
+// The discrete-event simulation of assumption 3: buckets in order, each starts at
+// max(its ready time, end of the previous bucket). Throws cpuft::Error on a negative time.
+OverlapResult simulate_overlap(double backward_seconds, const std::vector<BucketTask>& buckets);
+
+// For each bucket of the plan, the ready time of its last layer (the profile must list every
+// layer of the plan; cpuft::Error otherwise).
+std::vector<double> bucket_ready_seconds(const ComputeProfile& profile, const BucketPlan& plan);
+
+struct ScalingPoint {
+  int hosts = 1;
+  double step_seconds = 0;
+  double speedup = 1;     // N x T(1) / T(N)
+  double efficiency = 1;  // speedup / N
+  double comm_seconds = 0;
+  double exposed_seconds = 0;
+  double overlap_ratio = 0;
+};
+
+ScalingPoint predict_scaling(const ComputeProfile& profile, const BucketPlan& plan, int hosts,
+                             const LinkModel& link);
+
+// The table printed by the bench, one line per host count, for one link.
+std::string format_scaling_table(const std::vector<ScalingPoint>& points, const LinkModel& link,
+                                 int per_host_batch);
+
+// `cpuft bench` flags and entry point (apps/cpuft.cc only wires them).
+struct BenchOptions {
+  bool scaling = false;
+  std::string config_path;  // HF config.json of the model shape (required)
+  std::string lengths_path = "bench/data/mrpc_train_lengths_cased.txt";
+  int batch = 32;
+  int steps = 3;
+  int warmup = 1;
+  std::vector<double> link_gbit = {25};
+  std::vector<int> hosts = {1, 2, 4, 8, 16};
+  double latency_us = 30;
+  double bucket_cap_mb = 25;
+  int allreduce_reps = 3;
+};
+void add_bench_flags(CLI::App& app, BenchOptions& options);
+// Runs the benchmark and prints its report on rank 0; returns the exit code.
+int run_bench(const BenchOptions& options);
+
+}  // namespace cpuft

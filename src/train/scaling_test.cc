@@ -1,0 +1,126 @@
+// The scaling model on cases small enough to compute by hand.
+#include "train/scaling.h"
+
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+
+namespace cpuft {
+namespace {
+
+TEST(Scaling, RingAllReduceCost) {
+  const LinkModel link = link_from_gbit(8, 0);  // 8 Gbit/s = 1e9 bytes/s
+  EXPECT_DOUBLE_EQ(link.bytes_per_second, 1e9);
+  EXPECT_DOUBLE_EQ(ring_allreduce_seconds(1e9, 1, link), 0);    // one host: nothing to send
+  EXPECT_DOUBLE_EQ(ring_allreduce_seconds(1e9, 2, link), 1.0);  // 2 (1/2) x 1 GB / 1 GB/s
+  const LinkModel slow = link_from_gbit(8, 1e-3);               // 1 ms per message
+  EXPECT_DOUBLE_EQ(ring_allreduce_seconds(1e9, 4, slow), 2.0 * 3 / 4 + 6e-3);
+  EXPECT_THROW(link_from_gbit(0, 0), Error);
+  EXPECT_THROW(ring_allreduce_seconds(1, 0, link), Error);
+}
+
+TEST(Scaling, NoOverlapPossible) {
+  // The only bucket is ready when backward ends: all of its time is exposed.
+  const OverlapResult r = simulate_overlap(1.0, {{1.0, 0.5}});
+  EXPECT_DOUBLE_EQ(r.comm_end_seconds, 1.5);
+  EXPECT_DOUBLE_EQ(r.comm_seconds, 0.5);
+  EXPECT_DOUBLE_EQ(r.exposed_seconds, 0.5);
+  EXPECT_DOUBLE_EQ(r.hidden_seconds, 0);
+  EXPECT_DOUBLE_EQ(r.overlap_ratio, 0);
+}
+
+TEST(Scaling, FullOverlap) {
+  // Buckets ready at 0, 1, 2, 3 s of a 4 s backward, 0.5 s each: all done at 3.5 s.
+  const OverlapResult r = simulate_overlap(4.0, {{0, 0.5}, {1, 0.5}, {2, 0.5}, {3, 0.5}});
+  EXPECT_EQ(r.start_seconds, (std::vector<double>{0, 1, 2, 3}));
+  EXPECT_DOUBLE_EQ(r.comm_end_seconds, 3.5);
+  EXPECT_DOUBLE_EQ(r.exposed_seconds, 0);
+  EXPECT_DOUBLE_EQ(r.hidden_seconds, 2.0);
+  EXPECT_DOUBLE_EQ(r.overlap_ratio, 1.0);
+}
+
+TEST(Scaling, LinkBound) {
+  // Ready at 0, 1, 2 s of a 3 s backward, 2 s each: they queue on the link (start 0, 2, 4).
+  const OverlapResult r = simulate_overlap(3.0, {{0, 2}, {1, 2}, {2, 2}});
+  EXPECT_EQ(r.start_seconds, (std::vector<double>{0, 2, 4}));
+  EXPECT_EQ(r.end_seconds, (std::vector<double>{2, 4, 6}));
+  EXPECT_DOUBLE_EQ(r.exposed_seconds, 3.0);
+  EXPECT_DOUBLE_EQ(r.hidden_seconds, 3.0);
+  EXPECT_DOUBLE_EQ(r.overlap_ratio, 0.5);
+}
+
+TEST(Scaling, NoBuckets) {
+  const OverlapResult r = simulate_overlap(2.0, {});
+  EXPECT_DOUBLE_EQ(r.comm_end_seconds, 0);
+  EXPECT_DOUBLE_EQ(r.exposed_seconds, 0);
+  EXPECT_DOUBLE_EQ(r.overlap_ratio, 0);
+  EXPECT_THROW(simulate_overlap(1.0, {{-1, 1}}), Error);
+}
+
+// Three layers of 1000, 2000 and 1000 bytes in backward order, one bucket each (1000-byte caps);
+// ready at 1, 2, 3 s of a 3 s backward; forward 1 s, optimizer 1 s: T(1) = 5 s.
+struct ThreeLayers {
+  BucketPlan plan{{{2, 750, 1000}, {1, 250, 750}, {0, 0, 250}}, 1000, 1000};
+  ComputeProfile profile;
+  LinkModel link{"1000 B/s", 1000, 0};
+  ThreeLayers() {
+    profile.forward_seconds = 1;
+    profile.backward_seconds = 3;
+    profile.optimizer_seconds = 1;
+    profile.layers = {2, 1, 0};
+    profile.layer_ready_seconds = {1, 2, 3};
+  }
+};
+
+TEST(Scaling, BucketReadyTimesFollowThePlan) {
+  const ThreeLayers t;
+  ASSERT_EQ(t.plan.num_buckets(), 3);
+  EXPECT_EQ(bucket_ready_seconds(t.profile, t.plan), (std::vector<double>{1, 2, 3}));
+  // Two layers in one bucket: ready when the later one is.
+  const BucketPlan merged({{2, 750, 1000}, {1, 250, 750}, {0, 0, 250}}, 1 << 20, 1 << 20);
+  ASSERT_EQ(merged.num_buckets(), 1);
+  EXPECT_EQ(bucket_ready_seconds(t.profile, merged), (std::vector<double>{3}));
+  ComputeProfile missing = t.profile;
+  missing.layers = {2, 1, 5};
+  EXPECT_THROW(bucket_ready_seconds(missing, t.plan), Error);
+}
+
+TEST(Scaling, PredictedStepAndSpeedup) {
+  const ThreeLayers t;
+  const ScalingPoint one = predict_scaling(t.profile, t.plan, 1, t.link);
+  EXPECT_DOUBLE_EQ(one.step_seconds, 5);
+  EXPECT_DOUBLE_EQ(one.speedup, 1);
+  EXPECT_DOUBLE_EQ(one.comm_seconds, 0);
+
+  // N = 2: buckets cost 1, 2, 1 s: [1, 2], [2, 4], [4, 5]; backward ends at 3, so 2 s exposed.
+  const ScalingPoint two = predict_scaling(t.profile, t.plan, 2, t.link);
+  EXPECT_DOUBLE_EQ(two.comm_seconds, 4);
+  EXPECT_DOUBLE_EQ(two.exposed_seconds, 2);
+  EXPECT_DOUBLE_EQ(two.overlap_ratio, 0.5);
+  EXPECT_DOUBLE_EQ(two.step_seconds, 7);
+  EXPECT_DOUBLE_EQ(two.speedup, 2.0 * 5 / 7);
+  EXPECT_DOUBLE_EQ(two.efficiency, 5.0 / 7);
+
+  // N = 4: x 3/2: [1, 2.5], [2.5, 5.5], [5.5, 7]: step 1 + 7 + 1.
+  const ScalingPoint four = predict_scaling(t.profile, t.plan, 4, t.link);
+  EXPECT_DOUBLE_EQ(four.exposed_seconds, 4);
+  EXPECT_DOUBLE_EQ(four.step_seconds, 9);
+  EXPECT_DOUBLE_EQ(four.speedup, 4.0 * 5 / 9);
+
+  // An infinitely fast link: perfect weak scaling.
+  const ScalingPoint fast = predict_scaling(t.profile, t.plan, 16, LinkModel{"fast", 1e30, 0});
+  EXPECT_NEAR(fast.speedup, 16, 1e-9);
+  EXPECT_NEAR(fast.exposed_seconds, 0, 1e-12);
+}
+
+TEST(Scaling, TableHasOneLinePerHostCount) {
+  const ThreeLayers t;
+  const std::string table = format_scaling_table({predict_scaling(t.profile, t.plan, 1, t.link),
+                                                  predict_scaling(t.profile, t.plan, 2, t.link)},
+                                                 t.link, 32);
+  EXPECT_NE(table.find("speedup"), std::string::npos);
+  EXPECT_NE(table.find("     2            64     7.000     1.43"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace cpuft
