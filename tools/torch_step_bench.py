@@ -1,0 +1,69 @@
+"""PyTorch's side of the step benchmark: one training step (forward, backward, clip, AdamW) of
+BertForSequenceClassification with random weights, batch 32, as HF Trainer runs it, timed the same
+way as bench/bench_step.cc. Run offline in the golden venv (tools/README.md):
+
+  OMP_NUM_THREADS=1 taskset -c 1 python tools/torch_step_bench.py \
+      --config ../shared/data/models/bert-base-cased/config.json \
+      --lengths bench/data/mrpc_train_lengths_cased.txt --pad_to 128 --threads 1
+
+--pad_to 128 pads every example to 128 (run_glue.py's default); --pad_to 0 pads each batch to its
+longest example (DataCollatorWithPadding).
+"""
+import argparse
+import json
+import random
+import statistics
+import time
+
+import torch
+from transformers import BertConfig, BertForSequenceClassification
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--config", required=True)
+    p.add_argument("--lengths", required=True)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--pad_to", type=int, default=128)
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    config = BertConfig(**json.load(open(args.config)))
+    config.num_labels = 2
+    model = BertForSequenceClassification(config)
+    model.train()
+    decay = [p for n, p in model.named_parameters() if "bias" not in n and "LayerNorm" not in n]
+    no_decay = [p for n, p in model.named_parameters() if "bias" in n or "LayerNorm" in n]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=2e-5)
+    lengths = [int(x) for x in open(args.lengths).read().split()]
+    rng = random.Random(1234)
+    times, tokens = [], []
+    for step in range(args.warmup + args.steps):
+        batch_lengths = [lengths[rng.randrange(len(lengths))] for _ in range(args.batch)]
+        T = args.pad_to if args.pad_to > 0 else max(batch_lengths)
+        ids = torch.randint(0, config.vocab_size, (args.batch, T))
+        mask = torch.zeros(args.batch, T, dtype=torch.long)
+        for i, n in enumerate(batch_lengths):
+            mask[i, :n] = 1
+        labels = torch.randint(0, 2, (args.batch,))
+        start = time.perf_counter()
+        opt.zero_grad()
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step >= args.warmup:
+            times.append(time.perf_counter() - start)
+            tokens.append(sum(batch_lengths))
+    print(f"torch {torch.__version__}, {args.threads} threads, batch {args.batch}, "
+          f"{'padded to %d' % args.pad_to if args.pad_to else 'padded to the longest in batch'}: "
+          f"median step {statistics.median(times):.3f} s, "
+          f"{statistics.median(tokens) / statistics.median(times):.0f} real tokens/s")
+
+
+if __name__ == "__main__":
+    main()
