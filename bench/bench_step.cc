@@ -25,6 +25,7 @@
 #include "model/bert_model.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
+#include "train/scaling.h"
 
 namespace cpuft {
 namespace {
@@ -40,15 +41,6 @@ double training_flops(const BertConfig& c, const Batch& batch) {
     flops += 6 * (D * D + D * static_cast<double>(c.num_labels));  // pooler + classifier
   }
   return flops;
-}
-
-std::vector<int> read_lengths(const std::string& path) {
-  std::ifstream in(path);
-  CPUFT_REQUIRE(in.good(), path, ": cannot open");
-  std::vector<int> lengths;
-  for (int n; in >> n;) lengths.push_back(n);
-  CPUFT_REQUIRE(!lengths.empty(), path, ": no lengths");
-  return lengths;
 }
 
 double median(std::vector<double> v) {
@@ -75,15 +67,7 @@ int run(int argc, char** argv) {
   const ParamLayout layout(config);
   AlignedBuffer<float> params(static_cast<size_t>(layout.total_floats()));
   AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
-  for (const ParamSpec& spec : layout.specs()) {
-    float* p = params.data() + spec.offset;
-    if (spec.name.find("LayerNorm.weight") != std::string::npos) {
-      std::fill_n(p, spec.numel, 1.0f);
-    } else if (!spec.name.ends_with(".bias")) {
-      const RngKey key{7, static_cast<uint64_t>(spec.offset)};
-      for (int64_t i = 0; i < spec.numel; ++i) p[i] = 0.02f * normal_at(key, i);
-    }
-  }
+  init_random_weights(layout, params.data(), 0.02f, 7);
   const BertParams p = bind_params(layout, config, params.data());
   const BertParams g = bind_params(layout, config, grads.data());
 

@@ -1,6 +1,9 @@
 #include "model/bert_params.h"
 
+#include <algorithm>
+
 #include "core/check.h"
+#include "core/rng.h"
 
 namespace cpuft {
 
@@ -38,6 +41,21 @@ BertParams bind_params(const ParamLayout& layout, const BertConfig& config, floa
   p.cls_w = at("classifier.weight");
   p.cls_b = at("classifier.bias");
   return p;
+}
+
+void init_random_weights(const ParamLayout& layout, float* params, float stddev, uint64_t seed) {
+  for (const ParamSpec& spec : layout.specs()) {
+    float* p = params + spec.offset;
+    if (spec.name.find("LayerNorm.weight") != std::string::npos) {
+      std::fill_n(p, spec.numel, 1.0f);
+    } else if (spec.name.ends_with(".bias")) {
+      std::fill_n(p, spec.numel, 0.0f);
+    } else {
+      const RngKey key{seed, static_cast<uint64_t>(spec.offset)};
+      for (int64_t i = 0; i < spec.numel; ++i)
+        p[i] = stddev * normal_at(key, static_cast<uint64_t>(i));
+    }
+  }
 }
 
 }  // namespace cpuft

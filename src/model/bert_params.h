@@ -38,6 +38,11 @@ struct BertParams {
   float* cls_b;     // (K)
 };
 
+// Fills params (layout.total_floats()) as HF's BertPreTrainedModel._init_weights does: LayerNorm
+// weights 1, biases 0, every other tensor normal(0, stddev); deterministic in `seed`. For
+// benchmarks and tests that need a model without a checkpoint.
+void init_random_weights(const ParamLayout& layout, float* params, float stddev, uint64_t seed);
+
 // Binds views to `base`, a buffer of layout.total_floats() floats.
 BertParams bind_params(const ParamLayout& layout, const BertConfig& config, float* base);
 

@@ -161,18 +161,6 @@ std::string load_average() {
   return text;
 }
 
-std::vector<int> read_lengths(const std::string& path) {
-  std::ifstream in(path);
-  CPUFT_REQUIRE(in.good(), path, ": cannot open");
-  std::vector<int> lengths;
-  for (int n; in >> n;) {
-    CPUFT_REQUIRE(n > 0, path, ": length ", n, " is not positive");
-    lengths.push_back(n);
-  }
-  CPUFT_REQUIRE(!lengths.empty(), path, ": no lengths");
-  return lengths;
-}
-
 // Backward order of the layers: classifier, pooler, L-1 .. 0, embeddings (as the trainer).
 BucketPlan make_plan(const ParamLayout& layout, const BertConfig& config, double cap_mb) {
   std::vector<LayerRange> ranges;
@@ -202,15 +190,7 @@ ComputeProfile measure_compute(const BenchOptions& o, const BertConfig& config,
                                const ParamLayout& layout) {
   AlignedBuffer<float> params(static_cast<size_t>(layout.total_floats()));
   AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
-  for (const ParamSpec& spec : layout.specs()) {
-    float* p = params.data() + spec.offset;
-    if (spec.name.find("LayerNorm.weight") != std::string::npos) {
-      std::fill_n(p, spec.numel, 1.0f);
-    } else if (!spec.name.ends_with(".bias")) {
-      const RngKey key{7, static_cast<uint64_t>(spec.offset)};
-      for (int64_t i = 0; i < spec.numel; ++i) p[i] = 0.02f * normal_at(key, i);
-    }
-  }
+  init_random_weights(layout, params.data(), 0.02f, 7);
   const BertParams p = bind_params(layout, config, params.data());
   const BertParams g = bind_params(layout, config, grads.data());
 
@@ -305,6 +285,18 @@ double measure_two_rank_bandwidth(Communicator& comm, const BucketPlan& plan, in
 }
 
 }  // namespace
+
+std::vector<int> read_lengths(const std::string& path) {
+  std::ifstream in(path);
+  CPUFT_REQUIRE(in.good(), path, ": cannot open");
+  std::vector<int> lengths;
+  for (int n; in >> n;) {
+    CPUFT_REQUIRE(n > 0, path, ": length ", n, " is not positive");
+    lengths.push_back(n);
+  }
+  CPUFT_REQUIRE(!lengths.empty(), path, ": no lengths");
+  return lengths;
+}
 
 int run_bench(const BenchOptions& o) {
   CPUFT_REQUIRE(o.scaling, "cpuft bench: choose a benchmark (--scaling)");

@@ -116,6 +116,9 @@ struct BenchOptions {
   double bucket_cap_mb = 25;
   int allreduce_reps = 3;
 };
+// Sequence lengths, one positive integer per line (e.g. bench/data/mrpc_train_lengths_cased.txt).
+std::vector<int> read_lengths(const std::string& path);
+
 void add_bench_flags(CLI::App& app, BenchOptions& options);
 // Runs the benchmark and prints its report on rank 0; returns the exit code.
 int run_bench(const BenchOptions& options);
