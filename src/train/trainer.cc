@@ -288,6 +288,14 @@ json evaluate(Trainer::State& s) {
   return out;
 }
 
+// The mean of a per-rank value over all ranks (the value itself on one process).
+double mean_over_ranks(Trainer::State& s, double value) {
+  if (s.dist.world_size() == 1) return value;
+  float total = static_cast<float>(value);
+  s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(&total, 1));
+  return static_cast<double>(total) / s.dist.world_size();
+}
+
 // Tells the gradient reducer when a layer's gradients are final (the model knows nothing of dist).
 class ReducerListener : public GradListener {
  public:
@@ -408,9 +416,6 @@ void Trainer::run() {
         if (s.reducer) {
           s.reducer->finish();
           overlap_sum += s.reducer->last_stats().overlap_ratio;
-          float total = static_cast<float>(mean_loss);  // the loss logged is the mean over ranks
-          s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(&total, 1));
-          mean_loss = static_cast<double>(total) / world;
         }
         const double t3 = s.timeline.now_micros();
         last_grad_norm = clip_grad_norm(s.grads.data(), s.layout->total_floats(), c.max_grad_norm);
@@ -434,6 +439,9 @@ void Trainer::run() {
             (c.logging_strategy == "steps" && s.global_step % c.logging_steps == 0) ||
             (c.logging_strategy == "epoch" && epoch_end);
         if (log_now && steps_since_log > 0) {
+          // The logged loss is the mean over ranks: one small all-reduce per log line, not per step
+          // (every rank takes the same logging decisions).
+          loss_since_log = mean_over_ranks(s, loss_since_log);
           json entry = {
               {"loss", round_to(loss_since_log / static_cast<double>(steps_since_log), 4)},
               {"grad_norm", last_grad_norm},
@@ -474,6 +482,7 @@ void Trainer::run() {
       }
     }
     progress.finish();
+    train_loss_sum = mean_over_ranks(s, train_loss_sum);
     const double runtime = run_watch.seconds();
     const int64_t trained_steps = s.global_step - resume.global_step;
     train_results = {
