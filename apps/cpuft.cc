@@ -35,6 +35,8 @@ void print_env(const std::string& backend) {
   std::printf("kernels: %s\n", kernels().isa);
   std::printf("oneDNN: %s\n", onednn_version_string());
   std::printf("launcher: %s\n", dist.launch.describe().c_str());
+  std::printf("backends: mpi, single%s\n",
+              ccl_available() ? ", ccl (oneCCL)" : " (no ccl: built without oneCCL)");
   for (const std::string& line : ranks) std::printf("%s\n", line.c_str());
 }
 

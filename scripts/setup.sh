@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format libclang-rt-14-dev   # format check, libFuzzer smoke run
   openmpi-bin libopenmpi-dev iproute2    # src/dist: MPI communicator, mpirun tests, netns hosts
+  libfabric1             # oneCCL's OFI transport (oneCCL itself: scripts/fetch_oneccl.sh, PyPI)
   python3 python3-pip unzip ca-certificates
 )
 

@@ -13,6 +13,7 @@ quick=0
 
 scripts/setup.sh
 scripts/fetch_minilm.sh
+scripts/fetch_oneccl.sh   # the oneCCL communicator is built and tested when present
 
 echo "== format check"
 git ls-files '*.h' '*.cc' | xargs clang-format --dry-run -Werror

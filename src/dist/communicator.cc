@@ -59,10 +59,25 @@ void SingleProcessCommunicator::abort(int exit_code) {
   std::exit(exit_code);
 }
 
+bool ccl_available() {
+#ifdef CPUFT_HAVE_CCL
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::unique_ptr<Communicator> make_communicator(const std::string& backend,
                                                 const LaunchInfo& launch) {
   std::string chosen = backend;
-  if (chosen == "auto") chosen = launch.launched() ? "mpi" : "single";
+  if (chosen == "auto") {
+    if (!launch.launched())
+      chosen = "single";
+    else if (launch.launcher == "torchrun" && ccl_available())
+      chosen = "ccl";
+    else
+      chosen = "mpi";
+  }
   if (chosen == "single") {
     CPUFT_REQUIRE(launch.world_size == 1, "--dist_backend single, but the launcher (",
                   launch.describe(), ") started ", launch.world_size,
@@ -71,9 +86,13 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend,
   }
   if (chosen == "mpi") return make_mpi_communicator(launch);
   if (chosen == "ccl") {
+#ifdef CPUFT_HAVE_CCL
+    return make_ccl_communicator(launch);
+#else
     throw Error(
-        "--dist_backend ccl: this cpuft was built without oneCCL (CPUFT_WITH_CCL=OFF; see "
-        "docs/distributed.md, section oneCCL); use --dist_backend mpi");
+        "--dist_backend ccl: this cpuft was built without oneCCL (run scripts/fetch_oneccl.sh and "
+        "reconfigure; see docs/distributed.md, section oneCCL); use --dist_backend mpi");
+#endif
   }
   throw Error(str("--dist_backend '", backend, "' is not one of auto, mpi, ccl, single"));
 }

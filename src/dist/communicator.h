@@ -84,12 +84,15 @@ class SingleProcessCommunicator final : public Communicator {
 // Default timeout: CPUFT_DIST_TIMEOUT_S if set (a positive number of seconds), else 300.
 double default_dist_timeout_seconds();
 
-// backend: "mpi", "single", "ccl" or "auto" (mpi when a launcher was detected, else single).
+// backend: "mpi", "single", "ccl" or "auto": mpi when an MPI launcher (Open MPI, Hydra, Slurm) was
+// detected, ccl under torchrun-style variables (MASTER_ADDR/MASTER_PORT rendezvous, no MPI), single
+// otherwise.
 // Refuses (cpuft::Error, one line):
 //   - "single" when the launcher started more than one process (each would train its own model);
 //   - "mpi" when MPI's world differs from the launcher's (rank or size), e.g. srun without the
 //     right --mpi plugin, or torchrun-style variables with no MPI launcher;
-//   - "ccl" in a build without oneCCL (CPUFT_WITH_CCL=OFF, see docs/distributed.md).
+//   - "ccl" in a build without oneCCL (CPUFT_WITH_CCL=OFF or not fetched, docs/distributed.md),
+//     or under torchrun-style variables without MASTER_ADDR/MASTER_PORT.
 std::unique_ptr<Communicator> make_communicator(const std::string& backend,
                                                 const LaunchInfo& launch);
 
@@ -98,5 +101,15 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend,
 // unless an operation failed or an exception is unwinding (MPI_Finalize would wait for the
 // lost peer). Only one may exist at a time.
 std::unique_ptr<Communicator> make_mpi_communicator(const LaunchInfo& launch);
+
+// True when this build has the oneCCL communicator.
+bool ccl_available();
+
+#ifdef CPUFT_HAVE_CCL
+// The oneCCL communicator alone (ccl_communicator.cc; only in builds with oneCCL). Under an MPI
+// launcher it uses MPI for the rendezvous and for abort(); under torchrun-style variables,
+// MASTER_ADDR:MASTER_PORT.
+std::unique_ptr<Communicator> make_ccl_communicator(const LaunchInfo& launch);
+#endif
 
 }  // namespace cpuft

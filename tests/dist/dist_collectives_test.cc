@@ -1,4 +1,5 @@
-// Collectives of the MPI communicator, run under mpirun with any number of ranks (ctest -L dist):
+// Collectives of a communicator (MPI or oneCCL), run under mpirun or a torchrun-style launcher with
+// any number of ranks (ctest -L dist):
 // all-reduce on odd sizes (several in flight at once, completed by test() and by wait()),
 // broadcast from the last rank, all_gather_string of strings of different lengths, barrier.
 // Exits non-zero on the first mismatch, printing the rank and the case.
@@ -83,12 +84,15 @@ void check_all_gather_string(cpuft::Communicator& comm) {
 
 }  // namespace
 
-int main() {
+// Usage: dist_collectives_test [BACKEND [EXPECTED_NAME]]   (default: auto, expecting mpi)
+int main(int argc, char** argv) {
+  const std::string backend = argc > 1 ? argv[1] : "auto";
+  const std::string expected = argc > 2 ? argv[2] : backend == "auto" ? "mpi" : backend;
   try {
     const cpuft::LaunchInfo launch = cpuft::detect_launch_from_process_env();
-    auto comm = cpuft::make_communicator("auto", launch);
+    auto comm = cpuft::make_communicator(backend, launch);
     g_rank = comm->rank();
-    EXPECT_OR_DIE(comm->name() == "mpi", "backend ", comm->name());
+    EXPECT_OR_DIE(comm->name() == expected, "backend ", comm->name(), ", expected ", expected);
     EXPECT_OR_DIE(comm->world_size() >= 2, "run under mpirun with at least 2 ranks, got ",
                   comm->world_size());
     EXPECT_OR_DIE(comm->world_size() == launch.world_size, "launcher says ", launch.world_size);

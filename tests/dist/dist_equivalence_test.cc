@@ -1,5 +1,6 @@
 // Data parallelism changes nothing but speed: 2 ranks with half a batch each, gradients averaged by
-// GradReducer, equal 1 rank with the whole batch. Run under mpirun -np 2 (ctest -L dist).
+// GradReducer, equal 1 rank with the whole batch. Run under mpirun -np 2 (ctest -L dist), with the
+// MPI or the oneCCL communicator.
 //
 // On the tiny golden fixture (B = 4, dropout 0): rank r takes sequences r, r + 2. Each rank's loss
 // is the mean over its 2 sequences, so the average of the two ranks' gradients is the gradient of
@@ -110,8 +111,8 @@ struct Replica {
   AdamW adamw;
 };
 
-int run() {
-  auto comm = make_communicator("auto", detect_launch_from_process_env());
+int run(const std::string& backend) {
+  auto comm = make_communicator(backend, detect_launch_from_process_env());
   g_rank = comm->rank();
   CPUFT_REQUIRE(comm->world_size() == 2, "run under mpirun -np 2 (world size is ",
                 comm->world_size(), ")");
@@ -208,9 +209,10 @@ int run() {
 }  // namespace
 }  // namespace cpuft
 
-int main() {
+// Usage: dist_equivalence_test [BACKEND]   (auto, mpi or ccl; default auto)
+int main(int argc, char** argv) {
   try {
-    return cpuft::run();
+    return cpuft::run(argc > 1 ? argv[1] : "auto");
   } catch (const cpuft::Error& e) {
     std::fprintf(stderr, "rank %d: error: %s\n", cpuft::g_rank, e.what());
     return 1;

@@ -5,6 +5,7 @@
 //   stall     rank 1 stops before the all-reduce of bucket 0 at step 7 (sleeps); rank 0 must
 //             report "rank 0: all-reduce of bucket 0 at step 7 did not complete within 3 s; a peer
 //             may have died" and end the job (Communicator::abort).
+// A second argument chooses the backend (auto, mpi or ccl; default auto).
 //   mismatch  run WITHOUT mpirun but with Slurm variables saying 2 tasks: MPI sees a singleton,
 //             which must be refused (the "N separate models" trap).
 #include <signal.h>
@@ -55,10 +56,11 @@ void run_steps(cpuft::Communicator& comm, const char* mode) {
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
+  const char* backend = argc > 2 ? argv[2] : "auto";
   std::unique_ptr<cpuft::Communicator> comm;
   try {
     const cpuft::LaunchInfo launch = cpuft::detect_launch_from_process_env();
-    comm = cpuft::make_communicator("auto", launch);
+    comm = cpuft::make_communicator(backend, launch);
     if (std::strcmp(mode, "stall") == 0) {
       comm->set_timeout_seconds(3);
     } else if (std::strcmp(mode, "sigkill") == 0) {
@@ -68,7 +70,7 @@ int main(int argc, char** argv) {
                    launch.describe().c_str());
       return 0;
     } else {
-      std::fprintf(stderr, "usage: dist_failure_test sigkill|stall|mismatch\n");
+      std::fprintf(stderr, "usage: dist_failure_test sigkill|stall|mismatch [BACKEND]\n");
       return 2;
     }
     run_steps(*comm, mode);

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # netns_hosts.sh MPIRUN PROGRAM [ARGS...]
+# netns_hosts.sh --torchrun PROGRAM [ARGS...]
 #
 # Runs PROGRAM on 2 "hosts" of one machine: two network namespaces joined by a veth pair
 # (198.18.0.1/24 and 198.18.0.2/24, the benchmarking range 198.18.0.0/15), so that the ranks talk
-# real TCP over a real interface. mpirun starts inside the first namespace with a hostfile of the
-# two addresses; its launch agent (in place of ssh) maps an address to `ip netns exec NS`. Open
-# MPI's out-of-band and byte-transfer layers are restricted to 198.18.0.0/15; the namespaces have
-# no other route, so no traffic leaves them. The namespaces are removed on exit, whatever happens.
+# real TCP over a real interface. The namespaces have no other route, so no traffic leaves them;
+# they are removed on exit, whatever happens.
+#   MPIRUN       mpirun starts inside the first namespace with a hostfile of the two addresses; its
+#                launch agent (in place of ssh) maps an address to `ip netns exec NS`. Open MPI's
+#                out-of-band and byte-transfer layers are restricted to 198.18.0.0/15.
+#   --torchrun   as torchrun on two nodes: tests/dist/torchrun_style.sh runs in each namespace
+#                (--nnodes 2 --node_rank 0|1) with MASTER_ADDR=198.18.0.1, the first host (the
+#                rendezvous of the oneCCL backend).
 #
 # Exit status: PROGRAM's (through mpirun), 77 (CTest SKIP) when network namespaces cannot be made
 # here (not root, or no CAP_SYS_ADMIN in a container).
@@ -72,12 +77,29 @@ printf '198.18.0.1 slots=1\n198.18.0.2 slots=1\n' > "$work/hostfile"
 
 echo "netns_hosts: hosts 198.18.0.1 ($ns1) and 198.18.0.2 ($ns2) joined by $veth1-$veth2"
 status=0
+if [ "$mpirun" = "--torchrun" ]; then
+  launcher="$(dirname "$0")/torchrun_style.sh"
+  port=$((20000 + RANDOM % 20000))
+  for node in 0 1; do
+    ns=$ns1
+    [ "$node" -eq 1 ] && ns=$ns2
+    ip netns exec "$ns" env OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "$launcher" --nnodes 2 \
+      --node_rank "$node" --nproc_per_node 1 --master_addr 198.18.0.1 --master_port "$port" \
+      --timeout 60 "${program[@]}" > "$work/output.$node" 2>&1 &
+    eval "pid$node=\$!"
+  done
+  wait "$pid0" || status=$?
+  wait "$pid1" || { s=$?; [ "$status" -ne 0 ] || status=$s; }
+  cat "$work/output.0" "$work/output.1" | tee "$work/output"
+  [ "$status" -eq 0 ] || { echo "netns_hosts: FAILED: a node exited with $status"; exit 1; }
+else
 timeout -k 5 60 ip netns exec "$ns1" "$mpirun" --allow-run-as-root --oversubscribe --bind-to none \
   -np 2 --hostfile "$work/hostfile" --mca plm_rsh_agent "$work/agent.sh" \
   --mca btl tcp,self --mca btl_tcp_if_include 198.18.0.0/15 \
   --mca oob_tcp_if_include 198.18.0.0/15 \
   -x OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "${program[@]}" 2>&1 | tee "$work/output" || status=$?
 [ "$status" -eq 0 ] || { echo "netns_hosts: FAILED: mpirun exited with $status"; exit 1; }
+fi
 # One rank per host: each must see itself as local rank 0 of 1.
 hosts=$(grep -c "local rank 0 of 1" "$work/output" || true)
 [ "$hosts" -eq 2 ] || { echo "netns_hosts: FAILED: expected 2 ranks on separate hosts, saw $hosts"; exit 1; }

@@ -4,10 +4,13 @@
 #      batch 4 x 2 accumulation steps the same again);
 #   2. the same job across two "hosts" (network namespaces, TCP) gives bit-identical weights to the
 #      2-rank job on one host;
-#   3. a rank killed with SIGKILL mid-training ends the whole job within 30 s, with a message.
-# Usage: trainer_dist_test.sh CPUFT MAKE_TINY_MODEL MPIRUN NETNS_HOSTS_SCRIPT
+#   3. a rank killed with SIGKILL mid-training ends the whole job within 30 s, with a message;
+#   4. (WITH_CCL=1) the oneCCL backend, under mpirun and under torchrun-style variables (one host and
+#      two network-namespace hosts), gives weights bit-identical to the MPI backend's.
+# Usage: trainer_dist_test.sh CPUFT MAKE_TINY_MODEL MPIRUN NETNS_HOSTS_SCRIPT [WITH_CCL]
 set -uo pipefail
-cpuft="$1" make_tiny_model="$2" mpirun="$3" netns="$4"
+cpuft="$1" make_tiny_model="$2" mpirun="$3" netns="$4" with_ccl="${5:-0}"
+torchrun="$(dirname "$0")/torchrun_style.sh"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -89,6 +92,28 @@ else
   [ "$elapsed" -le 30 ] && pass || fail "kill test: took ${elapsed}s to end"
   grep -qiE "killed|signal 9|lost|died" "$work/killed.log" && pass ||
     fail "kill test: no message: $(tail -3 "$work/killed.log")"
+fi
+
+# 4. oneCCL: two ranks under mpirun, two under torchrun-style variables, two torchrun-style hosts.
+if [ "$with_ccl" = 1 ]; then
+  "${mpi[@]}" -np 2 "$cpuft" train "${flags[@]}" --per_device_train_batch_size 8 \
+    --dist_backend ccl --output_dir "$work/ccl" >"$work/ccl.log" 2>&1 ||
+    fail "ccl under mpirun: $(tail -3 "$work/ccl.log")"
+  OMP_NUM_THREADS=1 "$torchrun" --nproc_per_node 2 "$cpuft" train "${flags[@]}" \
+    --per_device_train_batch_size 8 --output_dir "$work/ccl_torchrun" >"$work/ccl_torchrun.log" 2>&1 ||
+    fail "ccl under torchrun-style launch: $(tail -3 "$work/ccl_torchrun.log")"
+  grep -q "rank 1: torchrun: rank 1 of 2.*backend ccl" "$work/ccl_torchrun.log" && pass ||
+    fail "torchrun-style launch did not pick the ccl backend: $(grep 'rank 1:' "$work/ccl_torchrun.log")"
+  "$netns" --torchrun "$cpuft" train "${flags[@]}" --per_device_train_batch_size 8 \
+    --output_dir "$work/ccl_hosts" >"$work/ccl_hosts.log" 2>&1
+  status=$?
+  runs="ccl ccl_torchrun"
+  if [ "$status" = 0 ]; then runs+=" ccl_hosts"
+  elif [ "$status" != 77 ]; then fail "ccl on 2 hosts: $(tail -5 "$work/ccl_hosts.log")"; fi
+  for run in $runs; do
+    cmp -s "$work/two/model.safetensors" "$work/$run/model.safetensors" && pass ||
+      fail "$run: weights differ from the MPI backend's"
+  done
 fi
 
 echo "$passes passed, $failures failed"

@@ -1,0 +1,322 @@
+// CclCommunicator: Communicator over Intel oneCCL (CPU build, OFI transport), the library the
+// reference stack (PyTorch + oneCCL bindings) all-reduces with.
+//
+// Rendezvous (oneCCL's key-value store, "KVS", which exchanges the transport addresses):
+//   - under an MPI launcher (Open MPI, Hydra, Slurm with a PMI plugin): rank 0 creates the main KVS
+//     and its address travels to the others by MPI broadcast. MPI stays initialised for that and
+//     for abort() (MPI_Abort ends the whole job when one rank fails);
+//   - under torchrun-style variables: every rank opens the KVS at MASTER_ADDR:MASTER_PORT
+//     (oneCCL's ip_port attribute); no MPI at all.
+//
+// Progress: oneCCL runs collectives on its own worker thread (CCL_WORKER_COUNT, default 1), so
+// test() only reads completion; unlike MPI, buckets progress while the backward pass computes
+// without polling from the trainer (see grad_reducer.h for the MPI side).
+//
+// Environment set for oneCCL before ccl::init(), each only when the user has not set it:
+//   CCL_ATL_TRANSPORT=ofi   oneCCL's MPI transport would load libmpi.so.12 (the MPICH ABI) into a
+//                           process that may already run Open MPI (libmpi.so.40);
+//   CCL_PROCESS_LAUNCHER=none, CCL_LOCAL_RANK, CCL_LOCAL_SIZE   from our launcher detection:
+//                           oneCCL otherwise guesses the local rank (it places its worker
+//                           thread by it);
+//   CCL_KVS_IFACE=lo        when MASTER_ADDR is a loopback address: oneCCL looks for the
+//                           master's address among non-loopback interfaces only and would wait
+//                           forever;
+//   CCL_ENABLE_OMP_COLL=0   its OpenMP collectives need the MPI transport;
+//   CCL_LOG_LEVEL=error     at its default (warn) oneCCL prints a line per rank for each of the
+//                           variables above; CCL_LOG_LEVEL=warn or info brings them back.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sched.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <oneapi/ccl.hpp>
+
+#include "core/check.h"
+#include "dist/communicator.h"
+
+namespace cpuft {
+
+namespace {
+
+bool g_ccl_communicator_alive = false;
+
+// MASTER_ADDR as a numeric IPv4 address (oneCCL's KVS takes no host names).
+std::string numeric_ipv4(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int status = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  CPUFT_REQUIRE(status == 0 && found != nullptr, "MASTER_ADDR='", host,
+                "' does not resolve to an IPv4 address: ", gai_strerror(status));
+  char text[INET_ADDRSTRLEN] = {};
+  const auto* address = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+  inet_ntop(AF_INET, &address->sin_addr, text, sizeof(text));
+  freeaddrinfo(found);
+  return text;
+}
+
+void set_default_env(const char* name, const std::string& value) {
+  setenv(name, value.c_str(), /*overwrite=*/0);
+}
+
+int g_terminate_rank = -1;
+
+// oneCCL reports a lost peer by throwing from its own worker thread, where nobody can catch it:
+// std::terminate. Print one line instead of an abort with a backtrace, and exit; the launcher
+// (mpirun, torchrun) then ends the other ranks.
+[[noreturn]] void on_terminate() {
+  std::string what = "unknown error";
+  if (std::exception_ptr error = std::current_exception()) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+  }
+  std::fprintf(stderr,
+               "error: rank %d: oneCCL failed in its worker thread: %s; a peer may have died\n",
+               g_terminate_rank, what.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+class CclCommunicator final : public Communicator {
+ public:
+  explicit CclCommunicator(const LaunchInfo& launch) : Communicator(0, 1) {
+    CPUFT_REQUIRE(!g_ccl_communicator_alive, "only one oneCCL communicator may exist per process");
+    const bool torchrun = launch.launcher == "torchrun";
+    if (torchrun) {
+      CPUFT_REQUIRE(!launch.master_addr.empty() && launch.master_port > 0,
+                    "--dist_backend ccl under torchrun-style variables needs MASTER_ADDR and "
+                    "MASTER_PORT (oneCCL's rendezvous address)");
+    } else if (launch.launched()) {
+      bootstrap_ = make_mpi_communicator(launch);  // refuses a launcher/MPI mismatch
+    }
+    rank_ = launch.rank;
+    world_size_ = launch.world_size;
+
+    set_default_env("CCL_LOG_LEVEL", "error");
+    set_default_env("CCL_ATL_TRANSPORT", "ofi");
+    set_default_env("CCL_PROCESS_LAUNCHER", "none");
+    set_default_env("CCL_LOCAL_RANK", std::to_string(launch.local_rank));
+    set_default_env("CCL_LOCAL_SIZE", std::to_string(launch.local_size));
+    set_default_env("CCL_ENABLE_OMP_COLL", "0");
+    std::string ip_port;
+    if (torchrun) {
+      const std::string ip = numeric_ipv4(launch.master_addr);
+      if (ip.rfind("127.", 0) == 0) set_default_env("CCL_KVS_IFACE", "lo");
+      ip_port = str(ip, "_", launch.master_port);
+    }
+
+    g_terminate_rank = rank_;
+    std::set_terminate(on_terminate);
+    try {
+      ccl::init();
+      if (torchrun) {
+        ccl::kvs_attr attr = ccl::default_kvs_attr;  // create_kvs_attr() trips -Wpedantic
+        attr.set<ccl::kvs_attr_id::ip_port>(ccl::string(ip_port.c_str()));
+        kvs_ = ccl::create_main_kvs(attr);
+      } else if (world_size_ == 1) {
+        kvs_ = ccl::create_main_kvs();
+      } else {
+        ccl::kvs::address_type address{};
+        if (rank_ == 0) {
+          kvs_ = ccl::create_main_kvs();
+          address = kvs_->get_address();
+        }
+        bootstrap_->broadcast(address.data(), static_cast<int64_t>(address.size()), 0);
+        if (rank_ != 0) kvs_ = ccl::create_kvs(address);
+      }
+      comm_ = new ccl::communicator(ccl::create_communicator(world_size_, rank_, kvs_));
+    } catch (const ccl::exception& e) {
+      throw Error(str("rank ", rank_, ": oneCCL start-up failed: ", e.what()));
+    }
+    CPUFT_REQUIRE(comm_->rank() == rank_ && comm_->size() == world_size_, "oneCCL sees rank ",
+                  comm_->rank(), " of ", comm_->size(), " but the launcher (", launch.describe(),
+                  ") says rank ", rank_, " of ", world_size_);
+    slots_.resize(64);
+    g_ccl_communicator_alive = true;
+  }
+
+  ~CclCommunicator() override {
+    g_ccl_communicator_alive = false;
+    bool busy = false;
+    for (const Slot& slot : slots_) busy = busy || slot.busy;
+    // After a failure, tearing the communicator down would talk to the lost peer: leave it.
+    if (failed_ || busy || std::uncaught_exceptions() > 0) return;
+    delete comm_;
+  }
+
+  Handle all_reduce_sum_async(float* data, int64_t n, const OpContext& context) override {
+    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " floats");
+    const int32_t index = free_slot();
+    Slot& slot = slots_[static_cast<size_t>(index)];
+    guard("ccl::allreduce", [&] {
+      slot.event = ccl::allreduce(data, data, static_cast<size_t>(n), ccl::datatype::float32,
+                                  ccl::reduction::sum, *comm_);
+    });
+    slot.busy = true;
+    slot.floats = n;
+    slot.context = context;
+    return Handle{index, slot.generation};
+  }
+
+  bool test(Handle handle) override {
+    Slot& slot = slot_of(handle);
+    bool done = false;
+    guard("ccl::event::test", [&] { done = slot.event.test(); });
+    if (done) release(slot);
+    return done;
+  }
+
+  void wait(Handle handle) override {
+    Slot& slot = slot_of(handle);
+    poll(slot.event, [&] {
+      if (slot.context.bucket >= 0)
+        return str("all-reduce of bucket ", slot.context.bucket, " at step ", slot.context.step);
+      return str("all-reduce of ", slot.floats, " floats");
+    });
+    release(slot);
+  }
+
+  void broadcast(void* bytes, int64_t size, int root) override {
+    CPUFT_CHECK(size >= 0 && (bytes != nullptr || size == 0), "broadcast of ", size, " bytes");
+    CPUFT_REQUIRE(root >= 0 && root < world_size_, "broadcast from rank ", root, " of ",
+                  world_size_);
+    if (size == 0) return;
+    ccl::event event;
+    guard("ccl::broadcast", [&] {
+      event = ccl::broadcast(bytes, static_cast<size_t>(size), ccl::datatype::uint8, root, *comm_);
+    });
+    poll(event, [&] { return str("broadcast of ", size, " bytes from rank ", root); });
+  }
+
+  void barrier() override {
+    ccl::event event;
+    guard("ccl::barrier", [&] { event = ccl::barrier(*comm_); });
+    poll(event, [] { return std::string("barrier"); });
+  }
+
+  std::vector<std::string> all_gather_string(const std::string& value) override {
+    const auto world = static_cast<size_t>(world_size_);
+    const std::vector<size_t> ones(world, 1);
+    uint64_t length = value.size();
+    std::vector<uint64_t> lengths(world);
+    ccl::event event;
+    guard("ccl::allgatherv", [&] {
+      event = ccl::allgatherv(&length, 1, lengths.data(), ones, ccl::datatype::uint64, *comm_);
+    });
+    poll(event, [] { return std::string("all-gather of string lengths"); });
+    std::vector<size_t> counts(lengths.begin(), lengths.end());
+    size_t total = 0;
+    for (size_t count : counts) total += count;
+    std::string joined(total, '\0');
+    if (total > 0) {  // oneCCL refuses zero-byte collectives with null buffers
+      guard("ccl::allgatherv", [&] {
+        event = ccl::allgatherv(value.data(), value.size(), joined.data(), counts,
+                                ccl::datatype::int8, *comm_);
+      });
+      poll(event, [] { return std::string("all-gather of strings"); });
+    }
+    std::vector<std::string> result;
+    size_t offset = 0;
+    for (size_t count : counts) {
+      result.push_back(joined.substr(offset, count));
+      offset += count;
+    }
+    return result;
+  }
+
+  std::string name() const override { return "ccl"; }
+
+  void abort(int exit_code) override {
+    if (bootstrap_) bootstrap_->abort(exit_code);  // MPI_Abort: the launcher ends every rank
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(exit_code);  // torchrun-style launchers end the others when one rank exits
+  }
+
+ private:
+  struct Slot {
+    ccl::event event;
+    bool busy = false;
+    uint32_t generation = 0;
+    int64_t floats = 0;
+    OpContext context;
+  };
+
+  // Runs a oneCCL call; its exceptions become cpuft::Error naming this rank and the call.
+  template <typename Call>
+  void guard(const char* name, Call&& call) {
+    try {
+      call();
+    } catch (const ccl::exception& e) {
+      failed_ = true;
+      throw Error(str("rank ", rank_, ": ", name, " failed: ", e.what(), "; a peer may have died"));
+    }
+  }
+
+  int32_t free_slot() {
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (!slots_[i].busy) return static_cast<int32_t>(i);
+    slots_.emplace_back();
+    return static_cast<int32_t>(slots_.size() - 1);
+  }
+
+  Slot& slot_of(Handle handle) {
+    CPUFT_CHECK(handle.slot >= 0 && static_cast<size_t>(handle.slot) < slots_.size(),
+                "unknown communicator handle");
+    Slot& slot = slots_[static_cast<size_t>(handle.slot)];
+    CPUFT_CHECK(slot.busy && slot.generation == handle.generation,
+                "communicator handle used after completion");
+    return slot;
+  }
+
+  void release(Slot& slot) {
+    slot.busy = false;
+    slot.event = ccl::event();
+    ++slot.generation;
+  }
+
+  // Tests `event` until it completes; after timeout_seconds() throws "rank R: <what> did not
+  // complete within T s; a peer may have died". Spins first, then yields the core (oneCCL's worker
+  // thread does the communication and may share it).
+  template <typename Describe>
+  void poll(ccl::event& event, Describe&& what) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    for (int64_t iteration = 0;; ++iteration) {
+      bool done = false;
+      guard("ccl::event::test", [&] { done = event.test(); });
+      if (done) return;
+      if (iteration > 1000) sched_yield();
+      if ((iteration & 15) == 0 &&
+          std::chrono::duration<double>(Clock::now() - start).count() > timeout_seconds_) {
+        failed_ = true;
+        throw Error(str("rank ", rank_, ": ", what(), " did not complete within ", timeout_seconds_,
+                        " s; a peer may have died"));
+      }
+    }
+  }
+
+  std::unique_ptr<Communicator> bootstrap_;  // MPI, when an MPI launcher started us
+  ccl::shared_ptr_class<ccl::kvs> kvs_;
+  ccl::communicator* comm_ = nullptr;  // owned; leaked on purpose after a failure (see dtor)
+  bool failed_ = false;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_ccl_communicator(const LaunchInfo& launch) {
+  return std::make_unique<CclCommunicator>(launch);
+}
+
+}  // namespace cpuft
