@@ -12,6 +12,7 @@ packages=(
   clang clang-format libclang-rt-14-dev   # format check, libFuzzer smoke run
   openmpi-bin libopenmpi-dev iproute2    # src/dist: MPI communicator, mpirun tests, netns hosts
   libfabric1             # oneCCL's OFI transport (oneCCL itself: scripts/fetch_oneccl.sh, PyPI)
+  mpich libmpich-dev     # the second MPI the dist tests run against (Open MPI stays the default)
   python3 python3-pip unzip ca-certificates
 )
 

@@ -2,8 +2,9 @@
 # The test command: installs what is missing, builds, and runs every test.
 #   1. format check (clang-format)
 #   2. release build (-Werror): unit + golden tests (HF fixtures, real MiniLM weights)
-#   3. ASan + UBSan build: the same tests
-#   4. libFuzzer smoke run of the safetensors parser
+#   3. MPICH build: the distributed tests (label dist) against MPICH instead of Open MPI
+#   4. ASan + UBSan build: the same tests as 2
+#   5. libFuzzer smoke run of the safetensors parser
 # Usage: scripts/test.sh [--quick]   (--quick: release build and tests only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,11 @@ cmake --build --preset release
 ctest --preset release -j2
 
 if [ "$quick" = 1 ]; then exit 0; fi
+
+echo "== MPICH build: the distributed tests against MPICH and its Hydra launcher"
+cmake --preset mpich >/dev/null
+cmake --build --preset mpich --target dist_collectives_test dist_equivalence_test dist_failure_test
+ctest --preset mpich
 
 echo "== ASan + UBSan build"
 cmake --preset asan-ubsan >/dev/null

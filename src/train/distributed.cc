@@ -90,7 +90,7 @@ std::vector<std::string> describe_ranks(DistContext& dist) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const std::string mine = str(dist.launch.describe(), "; ", dist.binding, "; backend ",
-                               dist.comm->name(), "; host ", host);
+                               dist.comm->name(), "; host ", host, " pid ", getpid());
   std::vector<std::string> all = dist.comm->all_gather_string(mine);
   for (size_t r = 0; r < all.size(); ++r) all[r] = str("rank ", r, ": ", all[r]);
   return all;

@@ -30,7 +30,8 @@ struct DistContext {
 DistContext start_distributed(const std::string& backend, double timeout_seconds);
 
 // One line per rank (gathered on every rank): "rank 1: openmpi: rank 1 of 2, local rank 0 of 1;
-// cores 0-1 (2 threads); backend mpi; host h2".
+// cores 0-1 (2 threads); backend mpi; host h2 pid 4242". The pid maps a launcher's "process 4242
+// was killed" (MPICH's Hydra names processes by pid) to a rank.
 std::vector<std::string> describe_ranks(DistContext& dist);
 
 // Every rank passes the same list of (name, value) facts; a difference is an Error naming the fact
