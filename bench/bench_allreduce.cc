@@ -1,8 +1,9 @@
 // bench_allreduce: gradient all-reduce speed, run under mpirun with 2+ ranks.
 //
 // Part 1, bandwidth: for each size, a plain blocking MPI_Allreduce(MPI_IN_PLACE) against cpuft's
-// path (Communicator::all_reduce_sum_async + wait, what GradReducer issues per bucket). Reports
-// the median time and the algorithm bandwidth (bytes of the buffer / time) per size.
+// path (Communicator::all_reduce_sum_async + wait, what GradReducer issues per bucket) with the
+// --backend communicator (mpi, or ccl: oneCCL, MPI only for its rendezvous). Reports the median
+// time and the algorithm bandwidth (bytes of the buffer / time) per size.
 // Part 2, overlap: a synthetic backward pass over a BERT-shaped bucket plan (fixed FMA work per
 // layer, calibrated to --compute_ms on an idle rank), three ways: compute only; compute with
 // GradReducer polling between layers (the real schedule); compute then every bucket at the end
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "core/buffer.h"
@@ -62,8 +64,8 @@ int64_t calibrate(double seconds) {
 
 void bandwidth(Communicator& comm, const std::vector<double>& sizes_mb, int reps) {
   if (comm.rank() == 0)
-    std::printf("%10s %14s %12s %14s %12s\n", "size_MB", "MPI_Allreduce", "GB/s", "cpuft_bucket",
-                "GB/s");
+    std::printf("%10s %14s %12s %14s %12s  (bucket backend: %s)\n", "size_MB", "MPI_Allreduce",
+                "GB/s", "cpuft_bucket", "GB/s", comm.name().c_str());
   for (double mb : sizes_mb) {
     const auto n = static_cast<int64_t>(mb * 1024 * 1024 / 4);
     AlignedBuffer<float> data(static_cast<size_t>(n));
@@ -157,6 +159,9 @@ int main(int argc, char** argv) {
   int reps = 5, layers = 12;
   int64_t layer_floats = 7087872;  // BERT-base encoder layer
   double compute_ms = 50, bucket_cap_mb = 25;
+  std::string backend = "mpi";
+  app.add_option("--backend", backend, "communicator for cpuft's path: mpi or ccl")
+      ->capture_default_str();
   app.add_option("--sizes_mb", sizes_mb, "all-reduce sizes for part 1");
   app.add_option("--reps", reps, "timed repetitions (median reported)");
   app.add_option("--layers", layers, "encoder layers for part 2");
@@ -165,7 +170,7 @@ int main(int argc, char** argv) {
   app.add_option("--bucket_cap_mb", bucket_cap_mb, "bucket cap for part 2");
   CLI11_PARSE(app, argc, argv);
   try {
-    auto comm = cpuft::make_communicator("mpi", cpuft::detect_launch_from_process_env());
+    auto comm = cpuft::make_communicator(backend, cpuft::detect_launch_from_process_env());
     CPUFT_REQUIRE(comm->world_size() >= 2, "run under mpirun with 2 or more ranks");
     cpuft::bandwidth(*comm, sizes_mb, reps);
     if (compute_ms > 0)

@@ -116,8 +116,8 @@ std::map<std::string, FlagBinding> bindings(TrainConfig& c) {
   m["save_total_limit"] =
       make_binding(c.save_total_limit, "Keep at most N checkpoints (oldest deleted)");
   m["dist_backend"] = make_binding(c.dist_backend,
-                                   "auto (MPI when launched by mpirun/srun/torchrun-style "
-                                   "variables), mpi, ccl or single [cpuft]");
+                                   "auto (mpi under mpirun/mpiexec/srun, ccl under torchrun-style "
+                                   "variables, else single), mpi, ccl (oneCCL) or single [cpuft]");
   m["bucket_cap_mb"] =
       make_binding(c.bucket_cap_mb, "Gradient all-reduce bucket size in MB [cpuft]");
   m["dist_timeout"] = make_binding(
