@@ -12,17 +12,27 @@ if(CPUFT_SANITIZE)
 endif()
 target_include_directories(cpuft_options INTERFACE ${PROJECT_SOURCE_DIR}/src)
 
-# cpuft_test(NAME sources... LIBS libs... LABELS labels...)
+# cpuft_test(NAME sources... LIBS libs... LABELS labels... ENV VAR=value)
 # A GoogleTest executable registered with CTest; each test case is one CTest test.
 include(GoogleTest)
 function(cpuft_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS;ENV" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} cpuft_options GTest::gtest GTest::gtest_main)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
+  # gtest_discover_tests passes each property a single value, so ENV (one VAR=value) goes through
+  # ENVIRONMENT_MODIFICATION rather than a second ENVIRONMENT entry.
+  set(extra "")
+  if(ARG_ENV)
+    string(FIND "${ARG_ENV}" "=" equals)
+    string(SUBSTRING "${ARG_ENV}" 0 ${equals} variable)
+    math(EXPR value_start "${equals} + 1")
+    string(SUBSTRING "${ARG_ENV}" ${value_start} -1 value)
+    set(extra ENVIRONMENT_MODIFICATION "${variable}=set:${value}")
+  endif()
   gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}"
-                       ENVIRONMENT "CPUFT_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+                       ENVIRONMENT "CPUFT_SOURCE_DIR=${PROJECT_SOURCE_DIR}" ${extra}
                        DISCOVERY_TIMEOUT 60)
 endfunction()

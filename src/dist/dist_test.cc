@@ -236,35 +236,6 @@ TEST(MakeCommunicator, CclInABuildWithoutOneCclIsRefused) {
   EXPECT_NE(factory_error("ccl", LaunchInfo{}).find("built without oneCCL"), std::string::npos);
 }
 
-// One process, a world of one: oneCCL starts (its own KVS, no launcher) and every collective
-// leaves the data as it was.
-TEST(MakeCommunicator, CclWorldOfOne) {
-  if (!ccl_available()) GTEST_SKIP() << "built without oneCCL";
-  auto comm = make_communicator("ccl", LaunchInfo{});
-  EXPECT_EQ(comm->name(), "ccl");
-  EXPECT_EQ(comm->world_size(), 1);
-  std::vector<float> data = {1.5f, -2.0f, 3.25f};
-  comm->wait(comm->all_reduce_sum_async(data.data(), 3, OpContext{0, 1}));
-  EXPECT_EQ(data, (std::vector<float>{1.5f, -2.0f, 3.25f}));
-  EXPECT_EQ(comm->all_gather_string("abc"), std::vector<std::string>{"abc"});
-  int value = 7;
-  comm->broadcast(&value, sizeof(value), 0);
-  EXPECT_EQ(value, 7);
-  comm->barrier();
-}
-
-TEST(MakeCommunicator, CclUnderTorchrunNeedsMasterAddress) {
-  if (!ccl_available()) GTEST_SKIP() << "built without oneCCL";
-  LaunchInfo launch;
-  launch.launcher = "torchrun";
-  launch.rank = 1;
-  launch.world_size = 2;
-  launch.local_rank = 1;
-  launch.local_size = 2;
-  EXPECT_NE(factory_error("ccl", launch).find("needs MASTER_ADDR and MASTER_PORT"),
-            std::string::npos);
-}
-
 // ---- BucketPlan ----
 
 // A BERT-like layout in floats: embeddings, L layers, pooler, classifier, each aligned to 16
