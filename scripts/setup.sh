@@ -13,6 +13,7 @@ packages=(
   openmpi-bin libopenmpi-dev iproute2    # src/dist: MPI communicator, mpirun tests, netns hosts
   libfabric1             # oneCCL's OFI transport (oneCCL itself: scripts/fetch_oneccl.sh, PyPI)
   mpich libmpich-dev     # the second MPI the dist tests run against (Open MPI stays the default)
+  slurmctld slurmd slurm-client munge    # srun tests on a one-node cluster (tests/dist)
   python3 python3-pip unzip ca-certificates
 )
 

@@ -5,7 +5,9 @@
 #   2. the same job across two "hosts" (network namespaces, TCP) gives bit-identical weights to the
 #      2-rank job on one host;
 #   3. a rank killed with SIGKILL mid-training ends the whole job within 30 s, with a message;
-#   4. (WITH_CCL=1) the oneCCL backend, under mpirun and under torchrun-style variables (one host and
+#   4. srun on a one-node Slurm cluster (tests/dist/slurm_one_node.sh) gives the same weights, bit
+#      for bit, as mpirun;
+#   5. (WITH_CCL=1) the oneCCL backend, under mpirun and under torchrun-style variables (one host and
 #      two network-namespace hosts), gives weights bit-identical to the MPI backend's.
 # Usage: trainer_dist_test.sh CPUFT MAKE_TINY_MODEL MPIRUN NETNS_HOSTS_SCRIPT [WITH_CCL]
 set -uo pipefail
@@ -94,7 +96,21 @@ else
     fail "kill test: no message: $(tail -3 "$work/killed.log")"
 fi
 
-# 4. oneCCL: two ranks under mpirun, two under torchrun-style variables, two torchrun-style hosts.
+# 4. Slurm: srun --mpi=pmix starts the ranks; weights identical to mpirun's.
+"$(dirname "$0")/slurm_one_node.sh" srun -n 2 --mpi=pmix "$cpuft" train "${flags[@]}" \
+  --per_device_train_batch_size 8 --output_dir "$work/slurm" >"$work/slurm.log" 2>&1
+status=$?
+if [ "$status" = 77 ]; then
+  echo "SKIP: Slurm unavailable: $(head -1 "$work/slurm.log")"
+elif [ "$status" = 0 ]; then
+  grep -q "rank 1: slurm: rank 1 of 2" "$work/slurm.log" && pass || fail "srun: rank layout"
+  cmp -s "$work/two/model.safetensors" "$work/slurm/model.safetensors" && pass ||
+    fail "srun weights differ from mpirun's"
+else
+  fail "srun: $(tail -5 "$work/slurm.log")"
+fi
+
+# 5. oneCCL: two ranks under mpirun, two under torchrun-style variables, two torchrun-style hosts.
 if [ "$with_ccl" = 1 ]; then
   "${mpi[@]}" -np 2 "$cpuft" train "${flags[@]}" --per_device_train_batch_size 8 \
     --dist_backend ccl --output_dir "$work/ccl" >"$work/ccl.log" 2>&1 ||
