@@ -124,6 +124,8 @@ std::map<std::string, FlagBinding> bindings(TrainConfig& c) {
       c.dist_timeout, "Seconds a collective may take before the run stops with an error [cpuft]");
   m["timeline_dir"] = make_binding(
       c.timeline_dir, "Write a chrome://tracing timeline per rank into this folder [cpuft]");
+  m["disable_tqdm"] = make_binding(
+      c.disable_tqdm, "No progress bar (it shows only when stderr is a terminal anyway)");
   m["save_logits"] =
       make_binding(c.save_logits, "With --do_predict, also write the logits [cpuft]");
   // Accepted and ignored: they change nothing in cpuft.
@@ -132,8 +134,6 @@ std::map<std::string, FlagBinding> bindings(TrainConfig& c) {
   m["report_to"] = make_binding(ignored_string, "Accepted and ignored");
   m["logging_dir"] = make_binding(ignored_string, "Accepted and ignored");
   m["cache_dir"] = make_binding(ignored_string, "Accepted and ignored");
-  m["disable_tqdm"] =
-      make_binding(ignored_bool, "Accepted; the progress bar shows only on a terminal");
   m["overwrite_cache"] = make_binding(ignored_bool, "Accepted and ignored");
   return m;
 }

@@ -3,7 +3,7 @@
 // Names and defaults are those of transformers' run_glue.py (ModelArguments,
 // DataTrainingArguments) and TrainingArguments, so a run_glue.py command line works unchanged.
 // cpuft's own additions are marked; flags run_glue.py accepts that change nothing here (report_to,
-// disable_tqdm, ...) are accepted and ignored, as listed in docs/cli.md.
+// ...) are accepted and ignored, as listed in docs/cli.md.
 #pragma once
 
 #include <cstdint>
@@ -62,8 +62,8 @@ struct TrainConfig {
   double dist_timeout = 300;          // seconds a collective may take before the run fails
   std::string timeline_dir;           // write chrome://tracing timelines here (one per rank)
 
-  bool progress_bar = true;  // off when stderr is not a terminal
-  bool save_logits = false;  // also write predict_logits_<task>.tsv (cpuft addition)
+  bool disable_tqdm = false;  // no progress bar; without it the bar shows when stderr is a tty
+  bool save_logits = false;   // also write predict_logits_<task>.tsv (cpuft addition)
 };
 
 // Registers every flag on `app`, bound to `config`.

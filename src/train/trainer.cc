@@ -323,7 +323,7 @@ void Trainer::run() {
   const TrainConfig& c = s.cfg;
   const fs::path out(c.output_dir);
   if (s.is_writer()) fs::create_directories(out);
-  const bool tty = c.progress_bar && s.is_writer() && ::isatty(2);
+  const bool tty = !c.disable_tqdm && s.is_writer() && ::isatty(2);
   const int world = s.dist.world_size();
   json train_results, eval_results;
 

@@ -75,6 +75,22 @@ else
   fail "predict failed: $(tail -3 "$work/pred.log")"
 fi
 
+# 2b. The progress bar: drawn on a terminal (script(1) gives the run a pseudo-terminal), not with
+#     --disable_tqdm, never off a terminal (the log files above).
+if command -v script >/dev/null; then
+  bar_flags="${train_flags[*]} --max_steps 3 --save_strategy no"
+  script -qec "'$cpuft' train $bar_flags --output_dir '$work/bar'" /dev/null >"$work/bar.log" 2>&1
+  grep -q "samples/s" "$work/bar.log" && grep -q $'\r\\[' "$work/bar.log" && pass ||
+    fail "no progress bar on a terminal: $(tail -2 "$work/bar.log")"
+  if script -qec "'$cpuft' train $bar_flags --disable_tqdm --output_dir '$work/nobar'" /dev/null \
+    >"$work/nobar.log" 2>&1; then
+    grep -q $'\r\\[' "$work/nobar.log" && fail "--disable_tqdm still drew the bar" || pass
+  else
+    fail "--disable_tqdm run failed: $(tail -2 "$work/nobar.log")"
+  fi
+  grep -q $'\r\\[' "$work/run.log" && fail "progress bar drawn off a terminal" || pass
+fi
+
 # 3. Checkpoints: rotation, and resuming from one gives bit-identical final weights.
 full="$work/full" resumed="$work/resumed"
 "$cpuft" train "${train_flags[@]}" --save_steps 20 --save_total_limit 3 --output_dir "$full" \
