@@ -316,6 +316,261 @@ std::string format_prediction(const Trainer::State& s, const float* row) {
   return s.task.label_names[static_cast<size_t>(std::max_element(row, row + K) - row)];
 }
 
+// Fine-tunes for max_steps optimizer steps, logging, evaluating and saving checkpoints on the way
+// as the strategies say; then (rank 0) writes the model, config, tokenizer and
+// train_results.json. Returns train_results.
+json train(Trainer::State& s, const fs::path& out, bool tty) {
+  const TrainConfig& c = s.cfg;
+  const int world = s.dist.world_size();
+  json train_results;
+  const int64_t n = s.train.size();
+  // Every rank sees ceil(n / world) examples an epoch (DistributedSampler's padding).
+  const int64_t per_rank = (n + world - 1) / world;
+  const int64_t batches_per_epoch =
+      (per_rank + c.per_device_train_batch_size - 1) / c.per_device_train_batch_size;
+  s.steps_per_epoch = std::max<int64_t>(
+      1, (batches_per_epoch + c.gradient_accumulation_steps - 1) / c.gradient_accumulation_steps);
+  s.max_steps = c.max_steps > 0 ? c.max_steps
+                                : static_cast<int64_t>(std::ceil(
+                                      c.num_train_epochs * static_cast<double>(s.steps_per_epoch)));
+  const int64_t warmup =
+      c.warmup_steps > 0
+          ? c.warmup_steps
+          : static_cast<int64_t>(std::ceil(c.warmup_ratio * static_cast<double>(s.max_steps)));
+  const LrSchedule schedule{parse_schedule_kind(c.lr_scheduler_type), c.learning_rate, warmup,
+                            s.max_steps};
+  AdamW adamw(*s.layout, AdamWOptions{c.adam_beta1, c.adam_beta2, c.adam_epsilon, c.weight_decay});
+  const int64_t eval_every = c.eval_steps > 0 ? c.eval_steps : c.logging_steps;
+
+  ResumePoint resume;
+  if (!c.resume_from_checkpoint.empty()) {
+    resume = load_checkpoint(c.resume_from_checkpoint, *s.layout, s.params.data(), adamw);
+    s.global_step = resume.global_step;
+    s.log_history = resume.log_history;
+    s.print(str("resumed from ", c.resume_from_checkpoint, " at step ", s.global_step));
+  }
+
+  s.print(str("training: ", n, " examples, ",
+              (s.max_steps + s.steps_per_epoch - 1) / s.steps_per_epoch, " epochs, ", world,
+              " rank(s) x batch ", c.per_device_train_batch_size, " x ",
+              c.gradient_accumulation_steps, " accumulation, ", s.max_steps, " steps, ",
+              s.dist.threads, " threads per rank"));
+  Progress progress(s.max_steps, tty);
+  std::unique_ptr<ReducerListener> listener;
+  if (s.reducer) listener = std::make_unique<ReducerListener>(*s.reducer);
+  Stopwatch run_watch;
+  Batch batch;
+  double loss_since_log = 0, train_loss_sum = 0, overlap_sum = 0;
+  int64_t steps_since_log = 0, samples_seen = 0;
+  double last_grad_norm = 0;
+  const float loss_scale = 1.0f / static_cast<float>(c.gradient_accumulation_steps);
+  bool done = s.global_step >= s.max_steps;
+  for (int64_t epoch = s.global_step / s.steps_per_epoch; !done; ++epoch) {
+    const std::vector<int64_t> order = shard_order(
+        epoch_order(s.train, c.seed, epoch, c.group_by_length, c.per_device_train_batch_size),
+        s.dist.rank(), world);
+    const int64_t first_step_of_epoch = epoch * s.steps_per_epoch;
+    double step_loss = 0;
+    int64_t micro_in_step = 0;
+    for (int64_t b = 0; b < batches_per_epoch && !done; ++b) {
+      const int64_t step_in_epoch = b / c.gradient_accumulation_steps;
+      if (first_step_of_epoch + step_in_epoch < s.global_step) continue;  // resuming
+      const int64_t begin = b * c.per_device_train_batch_size;
+      const int64_t end = std::min<int64_t>(static_cast<int64_t>(order.size()),
+                                            begin + c.per_device_train_batch_size);
+      fill_batch(batch, s.train, {order.data() + begin, static_cast<size_t>(end - begin)},
+                 s.task.regression);
+      const bool last_of_epoch = b + 1 == batches_per_epoch;
+      const bool last_micro = micro_in_step + 1 == c.gradient_accumulation_steps || last_of_epoch;
+      const double t0 = s.timeline.now_micros();
+      const float loss = s.model->forward(
+          s.p, batch,
+          StepContext{
+              c.seed,
+              static_cast<uint64_t>(s.global_step * c.gradient_accumulation_steps + micro_in_step),
+              static_cast<uint32_t>(s.dist.rank()), true},
+          true, loss_scale);
+      const double t1 = s.timeline.now_micros();
+      // Gradients are reduced once per optimizer step, during the last micro-batch's backward.
+      if (last_micro && s.reducer) s.reducer->begin_step(s.global_step);
+      s.model->backward(s.p, s.g, last_micro ? listener.get() : nullptr);
+      const double t2 = s.timeline.now_micros();
+      s.total_flos += 6.0 * s.dense_params * static_cast<double>(batch.num_tokens()) * world;
+      step_loss += loss;
+      ++micro_in_step;
+      samples_seen += (end - begin) * world;
+      if (!c.timeline_dir.empty()) {
+        s.timeline.add("forward", "compute", t0, t1, 0, s.global_step);
+        s.timeline.add("backward", "compute", t1, t2, 0, s.global_step);
+      }
+      if (!last_micro) continue;
+
+      double mean_loss = step_loss / static_cast<double>(micro_in_step);
+      if (s.reducer) {
+        s.reducer->finish();
+        overlap_sum += s.reducer->last_stats().overlap_ratio;
+      }
+      const double t3 = s.timeline.now_micros();
+      last_grad_norm = clip_grad_norm(s.grads.data(), s.layout->total_floats(), c.max_grad_norm);
+      adamw.step(s.params.data(), s.grads.data(), schedule.lr(s.global_step));
+      s.grads.zero();
+      if (!c.timeline_dir.empty())
+        s.timeline.add("optimizer", "compute", t3, s.timeline.now_micros(), 0, s.global_step);
+      step_loss = 0;
+      micro_in_step = 0;
+      ++s.global_step;
+      loss_since_log += mean_loss;
+      train_loss_sum += mean_loss;
+      ++steps_since_log;
+      s.epoch = static_cast<double>(s.global_step) / static_cast<double>(s.steps_per_epoch);
+      done = s.global_step >= s.max_steps;
+      const bool epoch_end = last_of_epoch;
+      progress.update(s.global_step, mean_loss,
+                      static_cast<double>(samples_seen) / run_watch.seconds());
+
+      const bool log_now =
+          (c.logging_strategy == "steps" && s.global_step % c.logging_steps == 0) ||
+          (c.logging_strategy == "epoch" && epoch_end);
+      if (log_now && steps_since_log > 0) {
+        // The logged loss is the mean over ranks: one small all-reduce per log line, not per step
+        // (every rank takes the same logging decisions).
+        loss_since_log = mean_over_ranks(s, loss_since_log);
+        json entry = {{"loss", round_to(loss_since_log / static_cast<double>(steps_since_log), 4)},
+                      {"grad_norm", last_grad_norm},
+                      {"learning_rate", schedule.lr(s.global_step)},
+                      {"epoch", round_to(s.epoch, 4)},
+                      {"step", s.global_step}};
+        if (s.reducer)
+          entry["overlap_ratio"] = round_to(overlap_sum / static_cast<double>(steps_since_log), 3);
+        s.log(entry);
+        if (!tty)
+          s.print(str("step ", s.global_step, "/", s.max_steps, "  loss ",
+                      loss_since_log / static_cast<double>(steps_since_log), "  lr ",
+                      schedule.lr(s.global_step), "  epoch ", round_to(s.epoch, 2)));
+        loss_since_log = 0;
+        overlap_sum = 0;
+        steps_since_log = 0;
+      }
+      const bool eval_now = (c.eval_strategy == "steps" && s.global_step % eval_every == 0) ||
+                            (c.eval_strategy == "epoch" && epoch_end);
+      if (eval_now) {
+        json metrics = evaluate(s);
+        metrics["epoch"] = round_to(s.epoch, 4);
+        metrics["step"] = s.global_step;
+        s.log(metrics);
+        if (s.is_writer())
+          progress.message(str("eval at step ", s.global_step, ": ", metrics.dump()));
+      }
+      const bool save_now = (c.save_strategy == "steps" && s.global_step % c.save_steps == 0) ||
+                            (c.save_strategy == "epoch" && epoch_end);
+      if (save_now && s.is_writer()) {
+        CheckpointContent content{s.global_step, s.epoch, s.max_steps, s.log_history};
+        save_checkpoint(out, content, *s.layout, s.params.data(), adamw,
+                        fine_tuned_config(s.config_text, s.task.label_names, s.task.regression,
+                                          s.task.task_name),
+                        *s.tokenizer, c.save_total_limit, c);
+      }
+    }
+  }
+  progress.finish();
+  train_loss_sum = mean_over_ranks(s, train_loss_sum);
+  const double runtime = run_watch.seconds();
+  const int64_t trained_steps = s.global_step - resume.global_step;
+  train_results = {
+      {"epoch", round_to(s.epoch, 4)},
+      {"total_flos", s.total_flos},
+      {"train_loss", trained_steps > 0 ? train_loss_sum / static_cast<double>(trained_steps) : 0.0},
+      {"train_runtime", round_to(runtime, 4)},
+      {"train_samples", n},
+      {"train_samples_per_second", round_to(static_cast<double>(samples_seen) / runtime, 3)},
+      {"train_steps_per_second", round_to(static_cast<double>(trained_steps) / runtime, 3)},
+  };
+  json summary = train_results;
+  summary.erase("train_samples");
+  summary["step"] = s.global_step;
+  s.log(summary);
+
+  if (s.is_writer()) {  // the fine-tuned model, in the Trainer's layout
+    save_bert_weights((out / "model.safetensors").string(), *s.layout, s.params.data());
+    write_json(
+        (out / "config.json").string(),
+        fine_tuned_config(s.config_text, s.task.label_names, s.task.regression, s.task.task_name));
+    s.tokenizer->save(c.output_dir);
+    write_json((out / "train_results.json").string(), train_results);
+  }
+  if (!c.timeline_dir.empty()) {
+    fs::create_directories(c.timeline_dir);
+    s.timeline.write(
+        (fs::path(c.timeline_dir) / str("timeline-rank", s.dist.rank(), ".json")).string());
+  }
+  return train_results;
+}
+
+// The evaluation at the end (--do_eval): eval_results.json on rank 0. Returns the metrics.
+json evaluate_at_end(Trainer::State& s, const fs::path& out) {
+  json eval_results = evaluate(s);
+  eval_results["epoch"] = round_to(s.epoch, 4);
+  for (const auto& [suffix, data] : s.eval) eval_results["eval_samples" + suffix] = data.size();
+  if (s.is_writer()) write_json((out / "eval_results.json").string(), eval_results);
+  json entry = eval_results;
+  entry["step"] = s.global_step;
+  s.log(entry);
+  s.print("eval: " + eval_results.dump());
+  return eval_results;
+}
+
+// --do_predict: predict_results_<task>.txt (GLUE submission format) and, with --save_logits,
+// predict_logits_<task>.tsv, on rank 0.
+void write_predictions(Trainer::State& s, const fs::path& out) {
+  const TrainConfig& c = s.cfg;
+  for (const auto& [suffix, data] : s.test) {
+    const EvalResult r = run_inference(s, data);
+    if (!s.is_writer()) continue;
+    const int64_t K = s.model_config.num_labels;
+    std::string text = "index\tprediction\n";
+    for (int64_t i = 0; i < data.size(); ++i)
+      text += str(data.indices[i], "\t", format_prediction(s, r.logits.data() + i * K), "\n");
+    const std::string task = s.task.task_name.empty() ? "data" : s.task.task_name;
+    const std::string tag = str(task, suffix.empty() ? "" : "-mm");
+    const fs::path results = out / str("predict_results_", tag, ".txt");
+    write_file_atomically(results.string(), text);
+    s.print("predictions: " + results.string());
+    if (c.save_logits) {
+      std::string logits = "index";
+      for (int64_t k = 0; k < K; ++k) logits += str("\tlogit_", k);
+      logits += "\n";
+      for (int64_t i = 0; i < data.size(); ++i) {
+        logits += str(data.indices[i]);
+        for (int64_t k = 0; k < K; ++k) {
+          char value[32];
+          std::snprintf(value, sizeof value, "\t%.9g", static_cast<double>(r.logits[i * K + k]));
+          logits += value;
+        }
+        logits += "\n";
+      }
+      write_file_atomically((out / str("predict_logits_", tag, ".tsv")).string(), logits);
+    }
+  }
+}
+
+// all_results.json, and after training trainer_state.json, training_curves.svg and log.jsonl.
+void write_run_summary(Trainer::State& s, const fs::path& out, const json& train_results,
+                       const json& eval_results) {
+  if (!s.is_writer()) return;
+  const TrainConfig& c = s.cfg;
+  json all = json::object();
+  for (const json* part : {&train_results, &eval_results})
+    for (const auto& [key, value] : part->items()) all[key] = value;
+  if (!all.empty()) write_json((out / "all_results.json").string(), all);
+  if (c.do_train) {
+    write_json((out / "trainer_state.json").string(),
+               trainer_state_json(s.global_step, s.epoch, s.max_steps, s.log_history, c));
+    write_file_atomically((out / "training_curves.svg").string(),
+                          training_curves_svg(s.log_history, "cpuft: " + c.output_dir));
+    write_file_atomically((out / "log.jsonl").string(), s.log_jsonl);
+  }
+}
+
 }  // namespace
 
 void Trainer::run() {
@@ -324,252 +579,10 @@ void Trainer::run() {
   const fs::path out(c.output_dir);
   if (s.is_writer()) fs::create_directories(out);
   const bool tty = !c.disable_tqdm && s.is_writer() && ::isatty(2);
-  const int world = s.dist.world_size();
-  json train_results, eval_results;
-
-  if (c.do_train) {
-    const int64_t n = s.train.size();
-    // Every rank sees ceil(n / world) examples an epoch (DistributedSampler's padding).
-    const int64_t per_rank = (n + world - 1) / world;
-    const int64_t batches_per_epoch =
-        (per_rank + c.per_device_train_batch_size - 1) / c.per_device_train_batch_size;
-    s.steps_per_epoch = std::max<int64_t>(
-        1, (batches_per_epoch + c.gradient_accumulation_steps - 1) / c.gradient_accumulation_steps);
-    s.max_steps = c.max_steps > 0
-                      ? c.max_steps
-                      : static_cast<int64_t>(
-                            std::ceil(c.num_train_epochs * static_cast<double>(s.steps_per_epoch)));
-    const int64_t warmup =
-        c.warmup_steps > 0
-            ? c.warmup_steps
-            : static_cast<int64_t>(std::ceil(c.warmup_ratio * static_cast<double>(s.max_steps)));
-    const LrSchedule schedule{parse_schedule_kind(c.lr_scheduler_type), c.learning_rate, warmup,
-                              s.max_steps};
-    AdamW adamw(*s.layout,
-                AdamWOptions{c.adam_beta1, c.adam_beta2, c.adam_epsilon, c.weight_decay});
-    const int64_t eval_every = c.eval_steps > 0 ? c.eval_steps : c.logging_steps;
-
-    ResumePoint resume;
-    if (!c.resume_from_checkpoint.empty()) {
-      resume = load_checkpoint(c.resume_from_checkpoint, *s.layout, s.params.data(), adamw);
-      s.global_step = resume.global_step;
-      s.log_history = resume.log_history;
-      s.print(str("resumed from ", c.resume_from_checkpoint, " at step ", s.global_step));
-    }
-
-    s.print(str("training: ", n, " examples, ",
-                (s.max_steps + s.steps_per_epoch - 1) / s.steps_per_epoch, " epochs, ", world,
-                " rank(s) x batch ", c.per_device_train_batch_size, " x ",
-                c.gradient_accumulation_steps, " accumulation, ", s.max_steps, " steps, ",
-                s.dist.threads, " threads per rank"));
-    Progress progress(s.max_steps, tty);
-    std::unique_ptr<ReducerListener> listener;
-    if (s.reducer) listener = std::make_unique<ReducerListener>(*s.reducer);
-    Stopwatch run_watch;
-    Batch batch;
-    double loss_since_log = 0, train_loss_sum = 0, overlap_sum = 0;
-    int64_t steps_since_log = 0, samples_seen = 0;
-    double last_grad_norm = 0;
-    const float loss_scale = 1.0f / static_cast<float>(c.gradient_accumulation_steps);
-    bool done = s.global_step >= s.max_steps;
-    for (int64_t epoch = s.global_step / s.steps_per_epoch; !done; ++epoch) {
-      const std::vector<int64_t> order = shard_order(
-          epoch_order(s.train, c.seed, epoch, c.group_by_length, c.per_device_train_batch_size),
-          s.dist.rank(), world);
-      const int64_t first_step_of_epoch = epoch * s.steps_per_epoch;
-      double step_loss = 0;
-      int64_t micro_in_step = 0;
-      for (int64_t b = 0; b < batches_per_epoch && !done; ++b) {
-        const int64_t step_in_epoch = b / c.gradient_accumulation_steps;
-        if (first_step_of_epoch + step_in_epoch < s.global_step) continue;  // resuming
-        const int64_t begin = b * c.per_device_train_batch_size;
-        const int64_t end = std::min<int64_t>(static_cast<int64_t>(order.size()),
-                                              begin + c.per_device_train_batch_size);
-        fill_batch(batch, s.train, {order.data() + begin, static_cast<size_t>(end - begin)},
-                   s.task.regression);
-        const bool last_of_epoch = b + 1 == batches_per_epoch;
-        const bool last_micro = micro_in_step + 1 == c.gradient_accumulation_steps || last_of_epoch;
-        const double t0 = s.timeline.now_micros();
-        const float loss = s.model->forward(
-            s.p, batch,
-            StepContext{c.seed,
-                        static_cast<uint64_t>(s.global_step * c.gradient_accumulation_steps +
-                                              micro_in_step),
-                        static_cast<uint32_t>(s.dist.rank()), true},
-            true, loss_scale);
-        const double t1 = s.timeline.now_micros();
-        // Gradients are reduced once per optimizer step, during the last micro-batch's backward.
-        if (last_micro && s.reducer) s.reducer->begin_step(s.global_step);
-        s.model->backward(s.p, s.g, last_micro ? listener.get() : nullptr);
-        const double t2 = s.timeline.now_micros();
-        s.total_flos += 6.0 * s.dense_params * static_cast<double>(batch.num_tokens()) * world;
-        step_loss += loss;
-        ++micro_in_step;
-        samples_seen += (end - begin) * world;
-        if (!c.timeline_dir.empty()) {
-          s.timeline.add("forward", "compute", t0, t1, 0, s.global_step);
-          s.timeline.add("backward", "compute", t1, t2, 0, s.global_step);
-        }
-        if (!last_micro) continue;
-
-        double mean_loss = step_loss / static_cast<double>(micro_in_step);
-        if (s.reducer) {
-          s.reducer->finish();
-          overlap_sum += s.reducer->last_stats().overlap_ratio;
-        }
-        const double t3 = s.timeline.now_micros();
-        last_grad_norm = clip_grad_norm(s.grads.data(), s.layout->total_floats(), c.max_grad_norm);
-        adamw.step(s.params.data(), s.grads.data(), schedule.lr(s.global_step));
-        s.grads.zero();
-        if (!c.timeline_dir.empty())
-          s.timeline.add("optimizer", "compute", t3, s.timeline.now_micros(), 0, s.global_step);
-        step_loss = 0;
-        micro_in_step = 0;
-        ++s.global_step;
-        loss_since_log += mean_loss;
-        train_loss_sum += mean_loss;
-        ++steps_since_log;
-        s.epoch = static_cast<double>(s.global_step) / static_cast<double>(s.steps_per_epoch);
-        done = s.global_step >= s.max_steps;
-        const bool epoch_end = last_of_epoch;
-        progress.update(s.global_step, mean_loss,
-                        static_cast<double>(samples_seen) / run_watch.seconds());
-
-        const bool log_now =
-            (c.logging_strategy == "steps" && s.global_step % c.logging_steps == 0) ||
-            (c.logging_strategy == "epoch" && epoch_end);
-        if (log_now && steps_since_log > 0) {
-          // The logged loss is the mean over ranks: one small all-reduce per log line, not per step
-          // (every rank takes the same logging decisions).
-          loss_since_log = mean_over_ranks(s, loss_since_log);
-          json entry = {
-              {"loss", round_to(loss_since_log / static_cast<double>(steps_since_log), 4)},
-              {"grad_norm", last_grad_norm},
-              {"learning_rate", schedule.lr(s.global_step)},
-              {"epoch", round_to(s.epoch, 4)},
-              {"step", s.global_step}};
-          if (s.reducer)
-            entry["overlap_ratio"] =
-                round_to(overlap_sum / static_cast<double>(steps_since_log), 3);
-          s.log(entry);
-          if (!tty)
-            s.print(str("step ", s.global_step, "/", s.max_steps, "  loss ",
-                        loss_since_log / static_cast<double>(steps_since_log), "  lr ",
-                        schedule.lr(s.global_step), "  epoch ", round_to(s.epoch, 2)));
-          loss_since_log = 0;
-          overlap_sum = 0;
-          steps_since_log = 0;
-        }
-        const bool eval_now = (c.eval_strategy == "steps" && s.global_step % eval_every == 0) ||
-                              (c.eval_strategy == "epoch" && epoch_end);
-        if (eval_now) {
-          json metrics = evaluate(s);
-          metrics["epoch"] = round_to(s.epoch, 4);
-          metrics["step"] = s.global_step;
-          s.log(metrics);
-          if (s.is_writer())
-            progress.message(str("eval at step ", s.global_step, ": ", metrics.dump()));
-        }
-        const bool save_now = (c.save_strategy == "steps" && s.global_step % c.save_steps == 0) ||
-                              (c.save_strategy == "epoch" && epoch_end);
-        if (save_now && s.is_writer()) {
-          CheckpointContent content{s.global_step, s.epoch, s.max_steps, s.log_history};
-          save_checkpoint(out, content, *s.layout, s.params.data(), adamw,
-                          fine_tuned_config(s.config_text, s.task.label_names, s.task.regression,
-                                            s.task.task_name),
-                          *s.tokenizer, c.save_total_limit, c);
-        }
-      }
-    }
-    progress.finish();
-    train_loss_sum = mean_over_ranks(s, train_loss_sum);
-    const double runtime = run_watch.seconds();
-    const int64_t trained_steps = s.global_step - resume.global_step;
-    train_results = {
-        {"epoch", round_to(s.epoch, 4)},
-        {"total_flos", s.total_flos},
-        {"train_loss",
-         trained_steps > 0 ? train_loss_sum / static_cast<double>(trained_steps) : 0.0},
-        {"train_runtime", round_to(runtime, 4)},
-        {"train_samples", n},
-        {"train_samples_per_second", round_to(static_cast<double>(samples_seen) / runtime, 3)},
-        {"train_steps_per_second", round_to(static_cast<double>(trained_steps) / runtime, 3)},
-    };
-    json summary = train_results;
-    summary.erase("train_samples");
-    summary["step"] = s.global_step;
-    s.log(summary);
-
-    if (s.is_writer()) {  // the fine-tuned model, in the Trainer's layout
-      save_bert_weights((out / "model.safetensors").string(), *s.layout, s.params.data());
-      write_json((out / "config.json").string(),
-                 fine_tuned_config(s.config_text, s.task.label_names, s.task.regression,
-                                   s.task.task_name));
-      s.tokenizer->save(c.output_dir);
-      write_json((out / "train_results.json").string(), train_results);
-    }
-    if (!c.timeline_dir.empty()) {
-      fs::create_directories(c.timeline_dir);
-      s.timeline.write(
-          (fs::path(c.timeline_dir) / str("timeline-rank", s.dist.rank(), ".json")).string());
-    }
-  }
-
-  if (c.do_eval) {
-    eval_results = evaluate(s);
-    eval_results["epoch"] = round_to(s.epoch, 4);
-    for (const auto& [suffix, data] : s.eval) eval_results["eval_samples" + suffix] = data.size();
-    if (s.is_writer()) write_json((out / "eval_results.json").string(), eval_results);
-    json entry = eval_results;
-    entry["step"] = s.global_step;
-    s.log(entry);
-    s.print("eval: " + eval_results.dump());
-  }
-
-  if (c.do_predict) {
-    for (const auto& [suffix, data] : s.test) {
-      const EvalResult r = run_inference(s, data);
-      if (!s.is_writer()) continue;
-      const int64_t K = s.model_config.num_labels;
-      std::string text = "index\tprediction\n";
-      for (int64_t i = 0; i < data.size(); ++i)
-        text += str(data.indices[i], "\t", format_prediction(s, r.logits.data() + i * K), "\n");
-      const std::string task = s.task.task_name.empty() ? "data" : s.task.task_name;
-      const std::string tag = str(task, suffix.empty() ? "" : "-mm");
-      const fs::path results = out / str("predict_results_", tag, ".txt");
-      write_file_atomically(results.string(), text);
-      s.print("predictions: " + results.string());
-      if (c.save_logits) {
-        std::string logits = "index";
-        for (int64_t k = 0; k < K; ++k) logits += str("\tlogit_", k);
-        logits += "\n";
-        for (int64_t i = 0; i < data.size(); ++i) {
-          logits += str(data.indices[i]);
-          for (int64_t k = 0; k < K; ++k) {
-            char value[32];
-            std::snprintf(value, sizeof value, "\t%.9g", static_cast<double>(r.logits[i * K + k]));
-            logits += value;
-          }
-          logits += "\n";
-        }
-        write_file_atomically((out / str("predict_logits_", tag, ".tsv")).string(), logits);
-      }
-    }
-  }
-
-  if (s.is_writer()) {
-    json all = json::object();
-    for (auto* part : {&train_results, &eval_results})
-      for (const auto& [key, value] : part->items()) all[key] = value;
-    if (!all.empty()) write_json((out / "all_results.json").string(), all);
-    if (c.do_train) {
-      write_json((out / "trainer_state.json").string(),
-                 trainer_state_json(s.global_step, s.epoch, s.max_steps, s.log_history, c));
-      write_file_atomically((out / "training_curves.svg").string(),
-                            training_curves_svg(s.log_history, "cpuft: " + c.output_dir));
-      write_file_atomically((out / "log.jsonl").string(), s.log_jsonl);
-    }
-  }
+  const json train_results = c.do_train ? train(s, out, tty) : json();
+  const json eval_results = c.do_eval ? evaluate_at_end(s, out) : json();
+  if (c.do_predict) write_predictions(s, out);
+  write_run_summary(s, out, train_results, eval_results);
   s.dist.comm->barrier();
 }
 
