@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "core/check.h"
+#include "data/utf8.h"
 
 namespace cpuft {
 
@@ -43,36 +44,9 @@ int64_t line_of(std::string_view text, size_t offset) {
 // The whole file is checked up front, so a bad byte is reported wherever it is (also in columns
 // the reader would otherwise skip), with its line and byte offset.
 void check_utf8(const std::string& path, std::string_view text) {
-  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = b[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    uint32_t cp = 0, min_cp = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1Fu, min_cp = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0Fu, min_cp = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07u, min_cp = 0x10000;
-    }
-    bool ok = len != 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (b[i + k] & 0xC0) == 0x80;
-      cp = (cp << 6) | (b[i + k] & 0x3Fu);
-    }
-    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid too.
-    ok = ok && cp >= min_cp && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    if (!ok) {
-      throw Error(str(path, ":", line_of(text, i), ": invalid UTF-8 at byte offset ", i));
-    }
-    i += len;
-  }
+  const size_t bad = find_invalid_utf8(text);
+  if (bad != std::string_view::npos)
+    throw Error(str(path, ":", line_of(text, bad), ": invalid UTF-8 at byte offset ", bad));
 }
 
 // MRPC's train/dev files start with a UTF-8 byte order mark; it is not part of the first column

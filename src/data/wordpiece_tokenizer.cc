@@ -128,47 +128,14 @@ inline bool is_continuation(char byte) {
   return (static_cast<unsigned char>(byte) & 0xC0) == 0x80;
 }
 
-// Strict UTF-8 (RFC 3629): rejects stray continuation bytes, truncated sequences, overlong forms,
-// surrogates and code points above U+10FFFF, as Rust's str (and so HF) would never see them.
+// Strict UTF-8 (decode_utf8_at in data/utf8.h).
 void decode_utf8(std::string_view s, std::u32string& out) {
   out.clear();
   out.reserve(s.size());
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned b0 = p[i];
-    if (b0 < 0x80) {
-      out.push_back(b0);
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    char32_t cp = 0;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      len = 2;
-      cp = b0 & 0x1F;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      len = 3;
-      cp = b0 & 0x0F;
-      if (b0 == 0xE0) lo = 0xA0;  // overlong
-      if (b0 == 0xED) hi = 0x9F;  // surrogates
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      len = 4;
-      cp = b0 & 0x07;
-      if (b0 == 0xF0) lo = 0x90;  // overlong
-      if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
-    } else {
-      throw Error(str("invalid UTF-8 at byte ", i));
-    }
-    if (i + len > n) throw Error(str("invalid UTF-8 at byte ", i));
-    for (size_t k = 1; k < len; ++k) {
-      const unsigned b = p[i + k];
-      const unsigned min = k == 1 ? lo : 0x80, max = k == 1 ? hi : 0xBF;
-      if (b < min || b > max) throw Error(str("invalid UTF-8 at byte ", i));
-      cp = (cp << 6) | (b & 0x3F);
-    }
+  char32_t cp = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = decode_utf8_at(s, i, &cp);
+    if (len == 0) throw Error(str("invalid UTF-8 at byte ", i));
     out.push_back(cp);
     i += len;
   }
