@@ -18,17 +18,23 @@
 //   CCL_PROCESS_LAUNCHER=none, CCL_LOCAL_RANK, CCL_LOCAL_SIZE   from our launcher detection:
 //                           oneCCL otherwise guesses the local rank (it places its worker
 //                           thread by it);
-//   CCL_KVS_IFACE=lo        when MASTER_ADDR is a loopback address: oneCCL looks for the
-//                           master's address among non-loopback interfaces only and would wait
-//                           forever;
+//   CCL_KVS_IFACE, FI_TCP_IFACE = the interface this host uses to reach MASTER_ADDR (asked of the
+//                           kernel's routing table): oneCCL otherwise takes the first non-loopback
+//                           interface for its store and libfabric picks its own, and a wrong guess
+//                           (a docker bridge, a management NIC; loopback when MASTER_ADDR is
+//                           127.0.0.1) is a silent hang, the reference stack's classic. An
+//                           unreachable MASTER_ADDR is refused;
 //   CCL_ENABLE_OMP_COLL=0   its OpenMP collectives need the MPI transport;
 //   CCL_LOG_LEVEL=error     at its default (warn) oneCCL prints a line per rank for each of the
 //                           variables above; CCL_LOG_LEVEL=warn or info brings them back.
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +65,40 @@ std::string numeric_ipv4(const std::string& host) {
   inet_ntop(AF_INET, &address->sin_addr, text, sizeof(text));
   freeaddrinfo(found);
   return text;
+}
+
+// The network interface whose address this host would use to reach `ip` (a UDP connect sends
+// nothing; getsockname then tells which local address the route picked).
+std::string interface_towards(const std::string& ip, int port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  CPUFT_REQUIRE(fd >= 0, "socket(): ", std::strerror(errno));
+  sockaddr_in target{};
+  target.sin_family = AF_INET;
+  target.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, ip.c_str(), &target.sin_addr);
+  sockaddr_in local{};
+  socklen_t length = sizeof(local);
+  const bool routed =
+      connect(fd, reinterpret_cast<const sockaddr*>(&target), sizeof(target)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
+  const int error = errno;
+  close(fd);
+  CPUFT_REQUIRE(routed, "MASTER_ADDR ", ip,
+                " is not reachable from this host: ", std::strerror(error));
+  ifaddrs* interfaces = nullptr;
+  CPUFT_REQUIRE(getifaddrs(&interfaces) == 0, "getifaddrs(): ", std::strerror(errno));
+  std::string name;
+  for (const ifaddrs* i = interfaces; i != nullptr && name.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == local.sin_addr.s_addr)
+      name = i->ifa_name;
+  }
+  freeifaddrs(interfaces);
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+  CPUFT_REQUIRE(!name.empty(), "no network interface holds ", text,
+                ", the address this host uses to reach MASTER_ADDR ", ip);
+  return name;
 }
 
 void set_default_env(const char* name, const std::string& value) {
@@ -111,7 +151,9 @@ class CclCommunicator final : public Communicator {
     std::string ip_port;
     if (torchrun) {
       const std::string ip = numeric_ipv4(launch.master_addr);
-      if (ip.rfind("127.", 0) == 0) set_default_env("CCL_KVS_IFACE", "lo");
+      const std::string iface = interface_towards(ip, launch.master_port);
+      set_default_env("CCL_KVS_IFACE", iface);
+      set_default_env("FI_TCP_IFACE", iface);
       ip_port = str(ip, "_", launch.master_port);
     }
 
@@ -198,9 +240,14 @@ class CclCommunicator final : public Communicator {
     poll(event, [&] { return str("broadcast of ", size, " bytes from rank ", root); });
   }
 
+  // An all-reduce of one float: ccl::barrier blocks inside the call (no timeout possible) and was
+  // seen to leave one of 3 ranks waiting after the others had passed it.
   void barrier() override {
     ccl::event event;
-    guard("ccl::barrier", [&] { event = ccl::barrier(*comm_); });
+    guard("ccl::allreduce", [&] {
+      event = ccl::allreduce(&barrier_token_, &barrier_token_, 1, ccl::datatype::float32,
+                             ccl::reduction::sum, *comm_);
+    });
     poll(event, [] { return std::string("barrier"); });
   }
 
@@ -310,6 +357,7 @@ class CclCommunicator final : public Communicator {
   ccl::shared_ptr_class<ccl::kvs> kvs_;
   ccl::communicator* comm_ = nullptr;  // owned; leaked on purpose after a failure (see dtor)
   bool failed_ = false;
+  float barrier_token_ = 0;
   std::vector<Slot> slots_;
 };
 
