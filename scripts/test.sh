@@ -2,7 +2,7 @@
 # The test command: installs what is missing, builds, and runs every test.
 #   1. format check (clang-format)
 #   2. release build (-Werror): unit + golden tests (HF fixtures, real MiniLM weights)
-#   3. MPICH build: the distributed tests (label dist) against MPICH instead of Open MPI
+#   3. MPICH and Intel MPI builds: the distributed tests (label dist) against each
 #   4. ASan + UBSan build: the same tests as 2
 #   5. libFuzzer smoke run of the safetensors parser
 # Usage: scripts/test.sh [--quick]   (--quick: release build and tests only)
@@ -26,10 +26,17 @@ ctest --preset release -j2
 
 if [ "$quick" = 1 ]; then exit 0; fi
 
-echo "== MPICH build: the distributed tests against MPICH and its Hydra launcher"
+# The distributed tests against the two other MPI libraries (Open MPI is the default above).
+dist_targets=(dist_collectives_test dist_equivalence_test dist_failure_test)
+echo "== MPICH build: the distributed tests under MPICH and its Hydra launcher"
 cmake --preset mpich >/dev/null
-cmake --build --preset mpich --target dist_collectives_test dist_equivalence_test dist_failure_test
+cmake --build --preset mpich --target "${dist_targets[@]}"
 ctest --preset mpich
+echo "== Intel MPI build: the distributed tests under Intel MPI (PyPI) and its Hydra launcher"
+scripts/fetch_intel_mpi.sh
+cmake --preset intelmpi >/dev/null
+cmake --build --preset intelmpi --target "${dist_targets[@]}"
+ctest --preset intelmpi
 
 echo "== ASan + UBSan build"
 cmake --preset asan-ubsan >/dev/null
