@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <thread>
 
 #include "core/check.h"
 #include "dist/communicator.h"
@@ -178,6 +179,9 @@ class MpiCommunicator final : public Communicator {
   void abort(int exit_code) override {
     std::fflush(stdout);
     std::fflush(stderr);
+    // The launcher forwards this rank's output through its own proxy; MPI_Abort right away can
+    // end the job before the error line got out (seen with MPICH's Hydra). A moment first.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MPI_Abort(MPI_COMM_WORLD, exit_code);
     std::_Exit(exit_code);
   }
