@@ -54,8 +54,6 @@ void pin_threads(const std::vector<int>& cores, int threads) {
 DistContext start_distributed(const std::string& backend, double timeout_seconds) {
   DistContext d;
   d.launch = detect_launch_from_process_env();
-  d.comm = make_communicator(backend, d.launch);
-  d.comm->set_timeout_seconds(timeout_seconds);
 
   std::vector<int> cores = owned_cores();
   const long host_cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -63,11 +61,22 @@ DistContext start_distributed(const std::string& backend, double timeout_seconds
   if (local_size > 1 && static_cast<long>(cores.size()) == host_cores) {
     // Not bound by the launcher: this rank takes its slice of the host's cores.
     const size_t per_rank = std::max<size_t>(1, cores.size() / static_cast<size_t>(local_size));
-    const size_t begin = (static_cast<size_t>(d.launch.local_rank) * per_rank) % cores.size();
-    std::vector<int> slice;
-    for (size_t i = 0; i < per_rank; ++i) slice.push_back(cores[(begin + i) % cores.size()]);
-    cores = slice;
+    auto slice_of = [&](int local_rank) {
+      const size_t begin = (static_cast<size_t>(local_rank) * per_rank) % cores.size();
+      std::vector<int> slice;
+      for (size_t i = 0; i < per_rank; ++i) slice.push_back(cores[(begin + i) % cores.size()]);
+      return slice;
+    };
+    // oneCCL's worker thread of local rank r goes to the r-th core of CCL_WORKER_AFFINITY; left to
+    // itself ("auto") it takes the host's last cores, all inside the last rank's slice. Give each
+    // rank's worker the last core of that rank's own slice (ignored by the MPI backend).
+    std::string workers;
+    for (int r = 0; r < local_size; ++r) workers += str(r == 0 ? "" : ",", slice_of(r).back());
+    setenv("CCL_WORKER_AFFINITY", workers.c_str(), /*overwrite=*/0);
+    cores = slice_of(d.launch.local_rank);
   }
+  d.comm = make_communicator(backend, d.launch);
+  d.comm->set_timeout_seconds(timeout_seconds);
   d.threads = static_cast<int>(cores.size());
   if (const char* requested = std::getenv("OMP_NUM_THREADS"); requested && *requested) {
     const int n = std::atoi(requested);
