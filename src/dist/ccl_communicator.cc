@@ -25,8 +25,8 @@
 //                           127.0.0.1) is a silent hang, the reference stack's classic. An
 //                           unreachable MASTER_ADDR is refused;
 //   CCL_ATL_SHM=1           with several ranks on this host: their traffic goes through libfabric's
-//                           shared-memory provider instead of TCP over loopback (measured 2.1x at
-//                           25 MB and 3.0x at 100 MB on 2 ranks here, docs/distributed.md);
+//                           shared-memory provider instead of TCP over loopback (measured
+//                           2.1-3.3x at 25 MB, 2.4-3.0x at 100 MB on 2 ranks, docs/distributed.md);
 //   CCL_ENABLE_OMP_COLL=0   its OpenMP collectives need the MPI transport;
 //   CCL_LOG_LEVEL=error     at its default (warn) oneCCL prints a line per rank for each of the
 //                           variables above; CCL_LOG_LEVEL=warn or info brings them back.
