@@ -9,6 +9,8 @@
 #           cpuft run followed by its HF baseline, small tasks first, so that whatever finishes
 #           in the time there is gives complete cpuft/HF pairs
 #   cpuft / hf   the same runs, all cpuft first, then all HF
+#   seeds   TASKS="rte:3 cola:3" (task:epochs) x SEEDS, each cpuft run followed by its HF baseline:
+#           more seeds of the other tasks, to see HF's spread
 # Every run appends one JSON line to runs/acc/results.jsonl (engine, task, seed, metrics,
 # wall and CPU time from /usr/bin/time, exit code, load average: the machine is shared, so the
 # wall time alone says little). A failed run is recorded and the
@@ -151,6 +153,13 @@ for phase in $PHASES; do
       for t in rte:3 stsb:3 cola:3 sst2:1; do
         run_cpuft "${t%:*}" 42 "${t#*:}" "$GLUE_DATA"
         run_hf "${t%:*}" 42 "${t#*:}" "$GLUE_DATA"
+      done ;;
+    seeds)
+      for seed in $SEEDS; do
+        for t in ${TASKS:-rte:3}; do
+          run_cpuft "${t%:*}" "$seed" "${t#*:}" "$GLUE_DATA"
+          run_hf "${t%:*}" "$seed" "${t#*:}" "$GLUE_DATA"
+        done
       done ;;
     cpuft)
       run_cpuft rte 42 3 "$GLUE_DATA"
