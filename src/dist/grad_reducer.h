@@ -9,7 +9,9 @@
 // bucket gets one progress kick per layer of backward, and finish() drains what is left. The cost
 // is visible and measured: a bucket's completion is observed only at the next layer boundary, and
 // the part of communication that did not fit under backward shows up as finish() time
-// (ReduceStats::exposed_seconds); docs/distributed.md has the figures.
+// (ReduceStats::exposed_seconds); docs/distributed.md has the figures. With the oneCCL communicator
+// the same polls only read completion: oneCCL's own worker thread moves the data (one core per rank
+// placed by start_distributed), which completes more buckets during backward but takes that core.
 //
 // Use, every optimizer step:
 //   reducer.begin_step(step);                  // optional: names the step in stall messages
