@@ -47,12 +47,17 @@
 
 #include "core/check.h"
 #include "dist/communicator.h"
+#include "dist/pending_ops.h"
 
 namespace cpuft {
 
 namespace {
 
 bool g_ccl_communicator_alive = false;
+
+ccl::event no_event() {
+  return ccl::event();
+}
 
 // MASTER_ADDR as a numeric IPv4 address (oneCCL's KVS takes no host names).
 std::string numeric_ipv4(const std::string& host) {
@@ -187,49 +192,37 @@ class CclCommunicator final : public Communicator {
     CPUFT_REQUIRE(comm_->rank() == rank_ && comm_->size() == world_size_, "oneCCL sees rank ",
                   comm_->rank(), " of ", comm_->size(), " but the launcher (", launch.describe(),
                   ") says rank ", rank_, " of ", world_size_);
-    slots_.resize(64);
     g_ccl_communicator_alive = true;
   }
 
   ~CclCommunicator() override {
     g_ccl_communicator_alive = false;
-    bool busy = false;
-    for (const Slot& slot : slots_) busy = busy || slot.busy;
     // After a failure, tearing the communicator down would talk to the lost peer: leave it.
-    if (failed_ || busy || std::uncaught_exceptions() > 0) return;
+    if (failed_ || ops_.any_busy() || std::uncaught_exceptions() > 0) return;
     delete comm_;
   }
 
   Handle all_reduce_sum_async(float* data, int64_t n, const OpContext& context) override {
     CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " floats");
-    const int32_t index = free_slot();
-    Slot& slot = slots_[static_cast<size_t>(index)];
+    auto& op = ops_.acquire();
     guard("ccl::allreduce", [&] {
-      slot.event = ccl::allreduce(data, data, static_cast<size_t>(n), ccl::datatype::float32,
+      op.request = ccl::allreduce(data, data, static_cast<size_t>(n), ccl::datatype::float32,
                                   ccl::reduction::sum, *comm_);
     });
-    slot.busy = true;
-    slot.floats = n;
-    slot.context = context;
-    return Handle{index, slot.generation};
+    return ops_.activate(op, n, context);
   }
 
   bool test(Handle handle) override {
-    Slot& slot = slot_of(handle);
-    bool done = false;
-    guard("ccl::event::test", [&] { done = slot.event.test(); });
-    if (done) release(slot);
+    auto& op = ops_.get(handle);
+    const bool done = tested(op.request);
+    if (done) ops_.release(op);
     return done;
   }
 
   void wait(Handle handle) override {
-    Slot& slot = slot_of(handle);
-    poll(slot.event, [&] {
-      if (slot.context.bucket >= 0)
-        return str("all-reduce of bucket ", slot.context.bucket, " at step ", slot.context.step);
-      return str("all-reduce of ", slot.floats, " floats");
-    });
-    release(slot);
+    auto& op = ops_.get(handle);
+    poll(op.request, [&] { return describe_all_reduce(op.context, op.floats); });
+    ops_.release(op);
   }
 
   void broadcast(void* bytes, int64_t size, int root) override {
@@ -295,14 +288,6 @@ class CclCommunicator final : public Communicator {
   }
 
  private:
-  struct Slot {
-    ccl::event event;
-    bool busy = false;
-    uint32_t generation = 0;
-    int64_t floats = 0;
-    OpContext context;
-  };
-
   // Runs a oneCCL call; its exceptions become cpuft::Error naming this rank and the call.
   template <typename Call>
   void guard(const char* name, Call&& call) {
@@ -314,47 +299,16 @@ class CclCommunicator final : public Communicator {
     }
   }
 
-  int32_t free_slot() {
-    for (size_t i = 0; i < slots_.size(); ++i)
-      if (!slots_[i].busy) return static_cast<int32_t>(i);
-    slots_.emplace_back();
-    return static_cast<int32_t>(slots_.size() - 1);
+  bool tested(ccl::event& event) {
+    bool done = false;
+    guard("ccl::event::test", [&] { done = event.test(); });
+    return done;
   }
 
-  Slot& slot_of(Handle handle) {
-    CPUFT_CHECK(handle.slot >= 0 && static_cast<size_t>(handle.slot) < slots_.size(),
-                "unknown communicator handle");
-    Slot& slot = slots_[static_cast<size_t>(handle.slot)];
-    CPUFT_CHECK(slot.busy && slot.generation == handle.generation,
-                "communicator handle used after completion");
-    return slot;
-  }
-
-  void release(Slot& slot) {
-    slot.busy = false;
-    slot.event = ccl::event();
-    ++slot.generation;
-  }
-
-  // Tests `event` until it completes; after timeout_seconds() throws "rank R: <what> did not
-  // complete within T s; a peer may have died". Spins first, then yields the core (oneCCL's worker
-  // thread does the communication and may share it).
+  // Tests `event` until it completes, bounded by timeout_seconds() (poll_until).
   template <typename Describe>
   void poll(ccl::event& event, Describe&& what) {
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point start = Clock::now();
-    for (int64_t iteration = 0;; ++iteration) {
-      bool done = false;
-      guard("ccl::event::test", [&] { done = event.test(); });
-      if (done) return;
-      if (iteration > 1000) sched_yield();
-      if ((iteration & 15) == 0 &&
-          std::chrono::duration<double>(Clock::now() - start).count() > timeout_seconds_) {
-        failed_ = true;
-        throw Error(str("rank ", rank_, ": ", what(), " did not complete within ", timeout_seconds_,
-                        " s; a peer may have died"));
-      }
-    }
+    poll_until([&] { return tested(event); }, rank_, timeout_seconds_, &failed_, what);
   }
 
   std::unique_ptr<Communicator> bootstrap_;  // MPI, when an MPI launcher started us
@@ -362,7 +316,7 @@ class CclCommunicator final : public Communicator {
   ccl::communicator* comm_ = nullptr;  // owned; leaked on purpose after a failure (see dtor)
   bool failed_ = false;
   float barrier_token_ = 0;
-  std::vector<Slot> slots_;
+  PendingOps<ccl::event, no_event> ops_;
 };
 
 }  // namespace

@@ -17,12 +17,17 @@
 
 #include "core/check.h"
 #include "dist/communicator.h"
+#include "dist/pending_ops.h"
 
 namespace cpuft {
 
 namespace {
 
 bool g_mpi_communicator_alive = false;
+
+MPI_Request null_request() {
+  return MPI_REQUEST_NULL;
+}
 
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -78,17 +83,14 @@ class MpiCommunicator final : public Communicator {
       }
       throw Error(message);
     }
-    slots_.resize(64);
     g_mpi_communicator_alive = true;
   }
 
   ~MpiCommunicator() override {
     g_mpi_communicator_alive = false;
-    bool busy = false;
-    for (const Slot& slot : slots_) busy = busy || slot.busy;
     // MPI_Finalize synchronises with the peers: after a failure, or with operations in flight, it
     // could wait forever for a lost rank. Exit without it; the launcher reports the others.
-    if (failed_ || busy || std::uncaught_exceptions() > 0) return;
+    if (failed_ || ops_.any_busy() || std::uncaught_exceptions() > 0) return;
     MPI_Comm_free(&comm_);
     if (owns_mpi_) MPI_Finalize();
   }
@@ -97,33 +99,24 @@ class MpiCommunicator final : public Communicator {
     CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " floats");
     CPUFT_REQUIRE(n <= INT_MAX, "rank ", rank_, ": an all-reduce of ", n,
                   " floats exceeds MPI's int count; use smaller buckets (--bucket_cap_mb)");
-    const int32_t index = free_slot();
-    Slot& slot = slots_[static_cast<size_t>(index)];
+    auto& op = ops_.acquire();
     check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_,
-                         &slot.request),
+                         &op.request),
           "MPI_Iallreduce");
-    slot.busy = true;
-    slot.floats = n;
-    slot.context = context;
-    return Handle{index, slot.generation};
+    return ops_.activate(op, n, context);
   }
 
   bool test(Handle handle) override {
-    Slot& slot = slot_of(handle);
-    int done = 0;
-    check(MPI_Test(&slot.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) release(slot);
-    return done != 0;
+    auto& op = ops_.get(handle);
+    const bool done = tested(&op.request);
+    if (done) ops_.release(op);
+    return done;
   }
 
   void wait(Handle handle) override {
-    Slot& slot = slot_of(handle);
-    poll(&slot.request, "MPI_Test", [&] {
-      if (slot.context.bucket >= 0)
-        return str("all-reduce of bucket ", slot.context.bucket, " at step ", slot.context.step);
-      return str("all-reduce of ", slot.floats, " floats");
-    });
-    release(slot);
+    auto& op = ops_.get(handle);
+    poll(&op.request, [&] { return describe_all_reduce(op.context, op.floats); });
+    ops_.release(op);
   }
 
   void broadcast(void* bytes, int64_t size, int root) override {
@@ -136,15 +129,14 @@ class MpiCommunicator final : public Communicator {
       const int count = static_cast<int>(std::min(kChunk, size - done));
       MPI_Request request;
       check(MPI_Ibcast(cursor + done, count, MPI_BYTE, root, comm_, &request), "MPI_Ibcast");
-      poll(&request, "MPI_Test",
-           [&] { return str("broadcast of ", size, " bytes from rank ", root); });
+      poll(&request, [&] { return str("broadcast of ", size, " bytes from rank ", root); });
     }
   }
 
   void barrier() override {
     MPI_Request request;
     check(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
-    poll(&request, "MPI_Test", [] { return std::string("barrier"); });
+    poll(&request, [] { return std::string("barrier"); });
   }
 
   std::vector<std::string> all_gather_string(const std::string& value) override {
@@ -154,7 +146,7 @@ class MpiCommunicator final : public Communicator {
     MPI_Request request;
     check(MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_, &request),
           "MPI_Iallgather");
-    poll(&request, "MPI_Test", [] { return std::string("all-gather of string lengths"); });
+    poll(&request, [] { return std::string("all-gather of string lengths"); });
     std::vector<int> offsets(lengths.size());
     int64_t total = 0;
     for (size_t r = 0; r < lengths.size(); ++r) {
@@ -166,7 +158,7 @@ class MpiCommunicator final : public Communicator {
     check(MPI_Iallgatherv(value.data(), length, MPI_CHAR, joined.data(), lengths.data(),
                           offsets.data(), MPI_CHAR, comm_, &request),
           "MPI_Iallgatherv");
-    poll(&request, "MPI_Test", [] { return std::string("all-gather of strings"); });
+    poll(&request, [] { return std::string("all-gather of strings"); });
     std::vector<std::string> result;
     for (size_t r = 0; r < lengths.size(); ++r)
       result.push_back(
@@ -187,14 +179,6 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
-  struct Slot {
-    MPI_Request request = MPI_REQUEST_NULL;
-    bool busy = false;
-    uint32_t generation = 0;
-    int64_t floats = 0;
-    OpContext context;
-  };
-
   void check(int code, const char* call) {
     if (code == MPI_SUCCESS) [[likely]]
       return;
@@ -203,52 +187,22 @@ class MpiCommunicator final : public Communicator {
                     "; a peer may have died"));
   }
 
-  int32_t free_slot() {
-    for (size_t i = 0; i < slots_.size(); ++i)
-      if (!slots_[i].busy) return static_cast<int32_t>(i);
-    slots_.emplace_back();  // more than 64 operations in flight: grow (not in a normal step)
-    return static_cast<int32_t>(slots_.size() - 1);
+  bool tested(MPI_Request* request) {
+    int done = 0;
+    check(MPI_Test(request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
   }
 
-  Slot& slot_of(Handle handle) {
-    CPUFT_CHECK(handle.slot >= 0 && static_cast<size_t>(handle.slot) < slots_.size(),
-                "unknown communicator handle");
-    Slot& slot = slots_[static_cast<size_t>(handle.slot)];
-    CPUFT_CHECK(slot.busy && slot.generation == handle.generation,
-                "communicator handle used after completion");
-    return slot;
-  }
-
-  void release(Slot& slot) {
-    slot.busy = false;
-    ++slot.generation;
-  }
-
-  // Tests `request` until it completes; after timeout_seconds() throws "rank R: <what> did not
-  // complete within T s; a peer may have died". Spins first (lowest latency), then yields the core
-  // between tests so that an oversubscribed peer or OpenMP thread can run.
+  // Tests `request` until it completes, bounded by timeout_seconds() (poll_until).
   template <typename Describe>
-  void poll(MPI_Request* request, const char* call, Describe&& what) {
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point start = Clock::now();
-    for (int64_t iteration = 0;; ++iteration) {
-      int done = 0;
-      check(MPI_Test(request, &done, MPI_STATUS_IGNORE), call);
-      if (done) return;
-      if (iteration > 1000) sched_yield();
-      if ((iteration & 15) == 0 &&
-          std::chrono::duration<double>(Clock::now() - start).count() > timeout_seconds_) {
-        failed_ = true;
-        throw Error(str("rank ", rank_, ": ", what(), " did not complete within ", timeout_seconds_,
-                        " s; a peer may have died"));
-      }
-    }
+  void poll(MPI_Request* request, Describe&& what) {
+    poll_until([&] { return tested(request); }, rank_, timeout_seconds_, &failed_, what);
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owns_mpi_ = false;
   bool failed_ = false;
-  std::vector<Slot> slots_;
+  PendingOps<MPI_Request, null_request> ops_;
 };
 
 }  // namespace
