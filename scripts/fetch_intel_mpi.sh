@@ -10,6 +10,7 @@
 # the install folder, replaced here as Intel's installer does.
 # Usage: scripts/fetch_intel_mpi.sh [DEST]   (default: $HOME/.cache/cpuft/impi-2021.19.0)
 set -euo pipefail
+source "$(dirname "$0")/pinned_wheel.sh"
 
 dest="${1:-${CPUFT_IMPI_ROOT:-$HOME/.cache/cpuft/impi-2021.19.0}}"
 wheels=(
@@ -28,14 +29,8 @@ stage="$work/stage"
 mkdir -p "$stage"
 for entry in "${wheels[@]}"; do
   set -- $entry
-  echo "fetch_intel_mpi: downloading $1 from PyPI"
-  python3 -m pip download --quiet --no-deps --disable-pip-version-check --dest "$work" "$1"
+  wheel=$(fetch_pinned_wheel fetch_intel_mpi "$1" "$2" "$work")
   name="${1%%==*}"
-  wheel=$(ls "$work"/"${name//-/_}"-*.whl)
-  echo "$2  $wheel" | sha256sum --check --status || {
-    echo "fetch_intel_mpi: $wheel does not have the expected sha256" >&2
-    exit 1
-  }
   unzip -q "$wheel" -d "$work/x"
   cp -a "$work"/x/"${name//-/_}"-2021.19.0.data/data/. "$stage/"
 done

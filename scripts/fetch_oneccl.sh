@@ -10,6 +10,7 @@
 # Every wheel is pinned by version and sha256.
 # Usage: scripts/fetch_oneccl.sh [DEST]   (default: $HOME/.cache/cpuft/oneccl-2022.2.0)
 set -euo pipefail
+source "$(dirname "$0")/pinned_wheel.sh"
 
 dest="${1:-${CPUFT_CCL_ROOT:-$HOME/.cache/cpuft/oneccl-2022.2.0}}"
 wheels=(
@@ -27,14 +28,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 for entry in "${wheels[@]}"; do
   set -- $entry
-  echo "fetch_oneccl: downloading $1 from PyPI"
-  python3 -m pip download --quiet --no-deps --disable-pip-version-check --dest "$work" "$1"
-  name="${1%%==*}"
-  wheel=$(ls "$work"/"${name//-/_}"-*.whl)
-  echo "$2  $wheel" | sha256sum --check --status || {
-    echo "fetch_oneccl: $wheel does not have the expected sha256" >&2
-    exit 1
-  }
+  fetch_pinned_wheel fetch_oneccl "$1" "$2" "$work" >/dev/null
 done
 
 stage="$work/stage"
