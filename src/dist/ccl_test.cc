@@ -7,23 +7,11 @@
 
 #include "core/check.h"
 #include "dist/communicator.h"
+#include "dist/factory_error_for_tests.h"
 #include "dist/launcher.h"
 
 namespace cpuft {
 namespace {
-
-std::string factory_error(const std::string& backend, const LaunchInfo& launch) {
-  try {
-    make_communicator(backend, launch);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-TEST(MakeCommunicator, CclIsAvailable) {
-  EXPECT_TRUE(ccl_available());
-}
 
 // One process, a world of one: oneCCL starts (its own KVS, no launcher) and every collective
 // leaves the data as it was.

@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "dist/bucket_plan.h"
 #include "dist/communicator.h"
+#include "dist/factory_error_for_tests.h"
 #include "dist/grad_reducer.h"
 #include "dist/launcher.h"
 #include "dist/step_timeline.h"
@@ -202,15 +203,6 @@ TEST(Launcher, RefusesBadNumbers) {
 }
 
 // ---- Backend factory refusals (no MPI needed) ----
-
-std::string factory_error(const std::string& backend, const LaunchInfo& launch) {
-  try {
-    make_communicator(backend, launch);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(MakeCommunicator, AutoWithoutLauncherIsSingle) {
   auto comm = make_communicator("auto", LaunchInfo{});
