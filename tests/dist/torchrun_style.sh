@@ -58,7 +58,7 @@ while [ "$remaining" -gt 0 ]; do
   echo "torchrun_style: rank ${rank_of[$finished]} exited ($how)" >&2
   if [ "$stopping" -eq 0 ]; then
     stopping=1
-    sleep 0.2  # let simultaneous failures (a peer noticing the loss) report themselves
+    sleep 1  # let simultaneous failures (a peer noticing the loss) report themselves
     kill "${pids[@]}" 2>/dev/null
   fi
 done
