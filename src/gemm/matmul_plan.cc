@@ -16,12 +16,17 @@
 // layouts (not used by LinearPlans) use dnnl_sgemm. So does backward-data (M varying, B stored
 // (K,N), no bias), where brgemm measured 25-40% slower than gemm:jit on every BERT shape; the price
 // is gemm:jit's per-call packing allocation, whose page faults were measured at 0-5 per call there.
+//
+// bf16 plans (bf16 A and B, fp32 C and bias) always use the ladder: oneDNN 2.6 has no public bf16
+// gemm function, so the layouts the ladder cannot express are refused for them (LinearPlans never
+// asks for those).
 #include "gemm/matmul_plan.h"
 
 #include <algorithm>
 #include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/check.h"
@@ -73,13 +78,14 @@ struct MatmulPlan::Impl {
   Rung make_rung(const MatmulDesc& d, int64_t size, bool accumulate, bool bias) {
     const int64_t m = d.varying == VaryingDim::m ? size : d.m;
     const int64_t k = d.varying == VaryingDim::k ? size : d.k;
-    // Strides use the maxima, which equal the actual sizes wherever the ladder is used.
-    const memory::desc a_md = d.a_transposed
-                                  ? memory::desc(Dims{m, k}, memory::data_type::f32, Dims{1, d.m})
-                                  : memory::desc(Dims{m, k}, memory::data_type::f32, Dims{d.k, 1});
-    const memory::desc b_md = d.b_transposed
-                                  ? memory::desc(Dims{k, d.n}, memory::data_type::f32, Dims{1, d.k})
-                                  : matrix_desc(k, d.n, false);
+    const memory::data_type in =
+        d.precision == MatmulPrecision::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+    // Strides (in elements) use the maxima, which equal the actual sizes wherever the ladder is
+    // used.
+    const memory::desc a_md = d.a_transposed ? memory::desc(Dims{m, k}, in, Dims{1, d.m})
+                                             : memory::desc(Dims{m, k}, in, Dims{d.k, 1});
+    const memory::desc b_md = d.b_transposed ? memory::desc(Dims{k, d.n}, in, Dims{1, d.k})
+                                             : memory::desc(Dims{k, d.n}, in, Dims{d.n, 1});
     const memory::desc c_md = matrix_desc(m, d.n, false);
     const memory::desc bias_md = bias ? matrix_desc(1, d.n, false) : memory::desc();
 
@@ -108,9 +114,9 @@ struct MatmulPlan::Impl {
   }
 
   // oneDNN's memory objects take non-const handles; A, B and bias are only read.
-  void execute(const Rung& r, float* c, const float* a, const float* b, const float* bias) const {
-    r.a.set_data_handle(const_cast<float*>(a));
-    r.b.set_data_handle(const_cast<float*>(b));
+  void execute(const Rung& r, float* c, const void* a, const void* b, const float* bias) const {
+    r.a.set_data_handle(const_cast<void*>(a));
+    r.b.set_data_handle(const_cast<void*>(b));
     r.c.set_data_handle(c);
     r.scratch.set_data_handle(scratchpad.data());
     if (bias) {
@@ -138,8 +144,15 @@ MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_un
   // dnnl_sgemm where the ladder cannot express the layout, and where it was measured clearly
   // faster: M varying with B stored (K,N) and no bias, i.e. backward-data, 25-40% faster than
   // brgemm on the BERT shapes (docs/gemm.md).
-  im.use_sgemm = (d.varying == VaryingDim::m && (d.a_transposed || (!d.b_transposed && !d.bias))) ||
-                 (d.varying == VaryingDim::k && (!d.a_transposed || d.b_transposed));
+  const bool ladder_cannot = (d.varying == VaryingDim::m && d.a_transposed) ||
+                             (d.varying == VaryingDim::k && (!d.a_transposed || d.b_transposed));
+  if (d.precision == MatmulPrecision::bf16) {
+    CPUFT_CHECK(!ladder_cannot, "bf16 matmul: the varying dimension may not be the contiguous one ",
+                "of a stored input (no bf16 gemm function to fall back on)");
+  } else {
+    im.use_sgemm = ladder_cannot ||
+                   (d.varying == VaryingDim::m && !d.b_transposed && !d.bias);  // backward-data
+  }
   if (im.use_sgemm) return;
 
   // Rung sizes: the whole size when nothing varies; else the maximum, every power of two below it
@@ -176,6 +189,20 @@ MatmulPlan& MatmulPlan::operator=(MatmulPlan&&) noexcept = default;
 
 void MatmulPlan::run(float* c, const float* a, const float* b, const float* bias,
                      int64_t varying_size) const {
+  CPUFT_CHECK(desc_.precision == MatmulPrecision::f32, "matmul: fp32 inputs given to a bf16 plan");
+  run_typed(c, a, b, bias, varying_size);
+}
+
+void MatmulPlan::run(float* c, const bf16* a, const bf16* b, const float* bias,
+                     int64_t varying_size) const {
+  CPUFT_CHECK(desc_.precision == MatmulPrecision::bf16,
+              "matmul: bf16 inputs given to an fp32 plan");
+  run_typed(c, a, b, bias, varying_size);
+}
+
+template <typename In>
+void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias,
+                           int64_t varying_size) const {
   const MatmulDesc& d = desc_;
   const Impl& im = *impl_;
   CPUFT_CHECK((bias != nullptr) == d.bias, "matmul: bias pointer must be given iff desc.bias");
@@ -200,15 +227,17 @@ void MatmulPlan::run(float* c, const float* a, const float* b, const float* bias
     return;
   }
 
-  if (im.use_sgemm) {
-    float beta = d.accumulate ? 1.0f : 0.0f;
-    if (bias) {  // sgemm has no bias input: start C from the broadcast bias and add the product
-      for (int64_t i = 0; i < m; ++i) std::copy(bias, bias + d.n, c + i * d.n);
-      beta = 1.0f;
+  if constexpr (std::is_same_v<In, float>) {
+    if (im.use_sgemm) {
+      float beta = d.accumulate ? 1.0f : 0.0f;
+      if (bias) {  // sgemm has no bias input: start C from the broadcast bias and add the product
+        for (int64_t i = 0; i < m; ++i) std::copy(bias, bias + d.n, c + i * d.n);
+        beta = 1.0f;
+      }
+      sgemm(d.a_transposed, d.b_transposed, m, d.n, k, 1.0f, a, d.a_transposed ? m : k, b,
+            d.b_transposed ? k : d.n, beta, c, d.n);
+      return;
     }
-    sgemm(d.a_transposed, d.b_transposed, m, d.n, k, 1.0f, a, d.a_transposed ? m : k, b,
-          d.b_transposed ? k : d.n, beta, c, d.n);
-    return;
   }
 
   if (d.varying == VaryingDim::none) {
@@ -234,21 +263,27 @@ void MatmulPlan::run(float* c, const float* a, const float* b, const float* bias
   CPUFT_CHECK(done == total, "matmul ladder covered ", done, " of ", total);
 }
 
-LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features)
+LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,
+                         MatmulPrecision precision)
     : fwd(MatmulDesc{.m = max_rows,
                      .n = out_features,
                      .k = in_features,
                      .b_transposed = true,
                      .bias = true,
-                     .varying = VaryingDim::m}),
-      bwd_data(
-          MatmulDesc{.m = max_rows, .n = in_features, .k = out_features, .varying = VaryingDim::m}),
+                     .varying = VaryingDim::m,
+                     .precision = precision}),
+      bwd_data(MatmulDesc{.m = max_rows,
+                          .n = in_features,
+                          .k = out_features,
+                          .varying = VaryingDim::m,
+                          .precision = precision}),
       bwd_weights(MatmulDesc{.m = out_features,
                              .n = in_features,
                              .k = max_rows,
                              .a_transposed = true,
                              .accumulate = true,
-                             .varying = VaryingDim::k}) {}
+                             .varying = VaryingDim::k,
+                             .precision = precision}) {}
 
 void LinearPlans::forward(float* y, const float* x, const float* w, const float* b,
                           int64_t rows) const {
@@ -262,6 +297,34 @@ void LinearPlans::backward_data(float* d_x, const float* d_y, const float* w, in
 void LinearPlans::backward_weights(float* d_w, const float* d_y, const float* x,
                                    int64_t rows) const {
   bwd_weights.run(d_w, d_y, x, nullptr, rows);
+}
+
+namespace {
+
+// Runs `plan` on the operands' copies that match its precision.
+void run_operands(const MatmulPlan& plan, float* c, Operand a, Operand b, const float* bias,
+                  int64_t rows) {
+  if (plan.desc().precision == MatmulPrecision::bf16) {
+    CPUFT_CHECK(a.b16 != nullptr && b.b16 != nullptr, "bf16 linear product without bf16 inputs");
+    plan.run(c, a.b16, b.b16, bias, rows);
+  } else {
+    CPUFT_CHECK(a.f32 != nullptr && b.f32 != nullptr, "fp32 linear product without fp32 inputs");
+    plan.run(c, a.f32, b.f32, bias, rows);
+  }
+}
+
+}  // namespace
+
+void LinearPlans::forward(float* y, Operand x, Operand w, const float* b, int64_t rows) const {
+  run_operands(fwd, y, x, w, b, rows);
+}
+
+void LinearPlans::backward_data(float* d_x, Operand d_y, Operand w, int64_t rows) const {
+  run_operands(bwd_data, d_x, d_y, w, nullptr, rows);
+}
+
+void LinearPlans::backward_weights(float* d_w, Operand d_y, Operand x, int64_t rows) const {
+  run_operands(bwd_weights, d_w, d_y, x, nullptr, rows);
 }
 
 void strided_gemm(bool a_transposed, bool b_transposed, int64_t M, int64_t N, int64_t K,

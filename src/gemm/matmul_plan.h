@@ -18,9 +18,16 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/bf16.h"
+
 namespace cpuft {
 
 enum class VaryingDim { none, m, k };
+
+// Storage of A and B. C, the bias and the accumulation are fp32 in both: with bf16 inputs every
+// product of two bf16 numbers is exact in fp32, so the only rounding beyond fp32's is the caller's
+// rounding of the inputs.
+enum class MatmulPrecision { f32, bf16 };
 
 struct MatmulDesc {
   int64_t m = 0, n = 0, k = 0;  // for the varying dimension: its maximum
@@ -29,6 +36,7 @@ struct MatmulDesc {
   bool accumulate = false;  // C += product instead of C = product
   bool bias = false;        // adds bias(N) to every row (not with accumulate)
   VaryingDim varying = VaryingDim::none;
+  MatmulPrecision precision = MatmulPrecision::f32;
 };
 
 class MatmulPlan {
@@ -43,24 +51,45 @@ class MatmulPlan {
   // Allocates nothing and creates no primitive.
   void run(float* c, const float* a, const float* b, const float* bias,
            int64_t varying_size = 0) const;
+  // The same with bf16 A and B, for plans with precision bf16 (the fp32 run() refuses those, and
+  // this one refuses fp32 plans).
+  void run(float* c, const bf16* a, const bf16* b, const float* bias,
+           int64_t varying_size = 0) const;
 
   const MatmulDesc& desc() const { return desc_; }
 
  private:
+  template <typename In>
+  void run_typed(float* c, const In* a, const In* b, const float* bias, int64_t varying_size) const;
+
   MatmulDesc desc_;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// The three plans of one nn.Linear(in, out) for up to max_rows tokens.
+// An input of a linear product as the model holds it: the fp32 values and, where the plans are
+// bf16, their bf16 rounding (b16 == nullptr for fp32 plans). The plans read the copy matching
+// their precision.
+struct Operand {
+  const float* f32 = nullptr;
+  const bf16* b16 = nullptr;
+};
+
+// The three plans of one nn.Linear(in, out) for up to max_rows tokens. The fp32-pointer overloads
+// need fp32 plans; the Operand ones work for both precisions.
 struct LinearPlans {
-  LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features);
+  LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,
+              MatmulPrecision precision = MatmulPrecision::f32);
   // y(T,out) = x(T,in) W^T + b
   void forward(float* y, const float* x, const float* w, const float* b, int64_t rows) const;
+  void forward(float* y, Operand x, Operand w, const float* b, int64_t rows) const;
   // d_x(T,in) = d_y(T,out) W   (overwritten)
   void backward_data(float* d_x, const float* d_y, const float* w, int64_t rows) const;
+  void backward_data(float* d_x, Operand d_y, Operand w, int64_t rows) const;
   // d_W(out,in) += d_y^T x     (accumulated)
   void backward_weights(float* d_w, const float* d_y, const float* x, int64_t rows) const;
+  void backward_weights(float* d_w, Operand d_y, Operand x, int64_t rows) const;
+  MatmulPrecision precision() const { return fwd.desc().precision; }
 
   MatmulPlan fwd, bwd_data, bwd_weights;
 };

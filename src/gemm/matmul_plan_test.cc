@@ -29,6 +29,19 @@ std::vector<float> random_vector(size_t n, uint32_t seed) {
   return v;
 }
 
+// Rounds v to bf16: the stored inputs of a bf16 plan, and (widened back) the exact fp32 values the
+// naive reference multiplies.
+std::vector<bf16> to_bf16(const std::vector<float>& v) {
+  std::vector<bf16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = round_to_bf16(v[i]);
+  return out;
+}
+std::vector<float> widen(const std::vector<bf16>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = to_float(v[i]);
+  return out;
+}
+
 // Element (i, j) of op(X) where X is stored row-major with leading dimension ld.
 float at(const float* x, bool transposed, int64_t i, int64_t j, int64_t ld) {
   return transposed ? x[j * ld + i] : x[i * ld + j];
@@ -116,6 +129,76 @@ TEST(MatmulPlan, AllCombinationsAgainstNaive) {
   }
 }
 
+// bf16 inputs, fp32 output: against the naive product of the (exactly widened) bf16 inputs, with
+// the same fp32-accumulation tolerance as above (products of two bf16 numbers are exact in fp32).
+// Every layout the ladder expresses; the others must be refused at construction.
+TEST(MatmulPlan, Bf16AllLadderLayoutsAgainstNaive) {
+  constexpr int64_t kM = 37, kN = 19, kK = 23;
+  uint32_t seed = 100;
+  int tested = 0;
+  for (VaryingDim varying : {VaryingDim::none, VaryingDim::m, VaryingDim::k}) {
+    for (bool at_ : {false, true}) {
+      for (bool bt : {false, true}) {
+        for (bool acc : {false, true}) {
+          for (bool bias : {false, true}) {
+            if (acc && bias) continue;
+            const MatmulDesc desc{.m = kM,
+                                  .n = kN,
+                                  .k = kK,
+                                  .a_transposed = at_,
+                                  .b_transposed = bt,
+                                  .accumulate = acc,
+                                  .bias = bias,
+                                  .varying = varying,
+                                  .precision = MatmulPrecision::bf16};
+            const std::string layout = std::string("varying=") + name(varying) +
+                                       " at=" + std::to_string(at_) + " bt=" + std::to_string(bt) +
+                                       " acc=" + std::to_string(acc) +
+                                       " bias=" + std::to_string(bias);
+            const bool expressible =
+                !(varying == VaryingDim::m && at_) && !(varying == VaryingDim::k && (!at_ || bt));
+            if (!expressible) {
+              EXPECT_THROW(MatmulPlan{desc}, Error) << layout;
+              continue;
+            }
+            const MatmulPlan plan(desc);
+            const int64_t max = varying == VaryingDim::m ? kM : kK;
+            std::vector<int64_t> sizes = {0};
+            if (varying != VaryingDim::none) sizes = {1, 2, 5, 16, max - 1, max, 0};
+            for (int64_t s : sizes) {
+              const int64_t M = varying == VaryingDim::m ? s : kM;
+              const int64_t K = varying == VaryingDim::k ? s : kK;
+              const auto a = to_bf16(random_vector(M * K, seed++));
+              const auto b = to_bf16(random_vector(K * kN, seed++));
+              const auto bv = random_vector(kN, seed++);
+              const auto c0 = random_vector(M * kN, seed++);
+              auto c = c0;
+              plan.run(c.data(), a.data(), b.data(), bias ? bv.data() : nullptr, s);
+              const auto a_wide = widen(a), b_wide = widen(b);
+              expect_gemm(c, c0, a_wide.data(), at_, at_ ? M : K, b_wide.data(), bt, bt ? K : kN,
+                          bias ? bv.data() : nullptr, M, kN, K, 1.0f, acc ? 1.0f : 0.0f, kN,
+                          layout + " size=" + std::to_string(s));
+              ++tested;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(tested, 50);
+}
+
+TEST(MatmulPlan, PrecisionMismatchThrows) {
+  const MatmulPlan f32(MatmulDesc{.m = 4, .n = 4, .k = 4});
+  const MatmulPlan b16(MatmulDesc{.m = 4, .n = 4, .k = 4, .precision = MatmulPrecision::bf16});
+  std::vector<float> c(16, 0.0f);
+  const std::vector<bf16> h(16, bf16{0x3F80});
+  EXPECT_THROW(f32.run(c.data(), h.data(), h.data(), nullptr), Error);
+  EXPECT_THROW(b16.run(c.data(), c.data(), c.data(), nullptr), Error);
+  b16.run(c.data(), h.data(), h.data(), nullptr);
+  EXPECT_EQ(c[0], 4.0f);  // four products 1 * 1
+}
+
 TEST(MatmulPlan, VaryingSizeAboveMaximumThrows) {
   const MatmulPlan pm(MatmulDesc{.m = 8, .n = 4, .k = 4, .varying = VaryingDim::m});
   const MatmulPlan pk(MatmulDesc{
@@ -163,6 +246,41 @@ TEST(LinearPlans, ForwardBackwardAgainstNaive) {
     plans.backward_weights(d_w.data(), d_y.data(), x.data(), rows);
     expect_gemm(d_w, dw0, d_y.data(), true, kOut, x.data(), false, kIn, nullptr, kOut, kIn, rows,
                 1.0f, 1.0f, kIn, "backward_weights");
+  }
+}
+
+TEST(LinearPlans, Bf16ForwardBackwardAgainstNaive) {
+  constexpr int64_t kMaxRows = 45, kIn = 24, kOut = 17;
+  const LinearPlans plans(kMaxRows, kIn, kOut, MatmulPrecision::bf16);
+  EXPECT_EQ(plans.precision(), MatmulPrecision::bf16);
+  {  // fp32 operands only: refused, not silently run in the wrong precision
+    std::vector<float> f(kMaxRows * kIn), y(kMaxRows * kOut);
+    EXPECT_THROW(plans.forward(y.data(), Operand{f.data()}, Operand{f.data()}, f.data(), 1), Error);
+  }
+  const auto w = to_bf16(random_vector(kOut * kIn, 31));
+  const auto w_wide = widen(w);
+  const auto bias = random_vector(kOut, 32);
+  for (int64_t rows : {int64_t{1}, int64_t{13}, int64_t{32}, kMaxRows}) {
+    const auto x = to_bf16(random_vector(rows * kIn, 33));
+    const auto d_y = to_bf16(random_vector(rows * kOut, 34));
+    const auto x_wide = widen(x), dy_wide = widen(d_y);
+    const std::vector<float> y0(rows * kOut, 7.0f);
+    auto y = y0;
+    plans.forward(y.data(), Operand{nullptr, x.data()}, Operand{nullptr, w.data()}, bias.data(),
+                  rows);
+    expect_gemm(y, y0, x_wide.data(), false, kIn, w_wide.data(), true, kIn, bias.data(), rows, kOut,
+                kIn, 1.0f, 0.0f, kOut, "bf16 forward");
+    const std::vector<float> dx0(rows * kIn, 7.0f);
+    auto d_x = dx0;
+    plans.backward_data(d_x.data(), Operand{nullptr, d_y.data()}, Operand{nullptr, w.data()}, rows);
+    expect_gemm(d_x, dx0, dy_wide.data(), false, kOut, w_wide.data(), false, kIn, nullptr, rows,
+                kIn, kOut, 1.0f, 0.0f, kIn, "bf16 backward_data");
+    const auto dw0 = random_vector(kOut * kIn, 35);
+    auto d_w = dw0;
+    plans.backward_weights(d_w.data(), Operand{nullptr, d_y.data()}, Operand{nullptr, x.data()},
+                           rows);
+    expect_gemm(d_w, dw0, dy_wide.data(), true, kOut, x_wide.data(), false, kIn, nullptr, kOut, kIn,
+                rows, 1.0f, 1.0f, kIn, "bf16 backward_weights");
   }
 }
 

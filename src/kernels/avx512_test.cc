@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <string>
@@ -362,6 +363,25 @@ TEST_F(Avx512VsReference, SumSquaresAndScale) {
     ref.scale(x_r.data(), 0.37f, n);
     simd().scale(x_s.data(), 0.37f, n);
     expect_bitwise_equal(x_s, x_r, "scale " + std::to_string(n));
+  }
+}
+
+// Bit for bit: both round in integer arithmetic; random bit patterns include subnormals,
+// infinities, NaNs and values that overflow to infinity.
+TEST_F(Avx512VsReference, RoundToBf16) {
+  for (int64_t n : {0, 1, 15, 16, 17, 1000, 200003}) {
+    FVec x(static_cast<size_t>(n));
+    for (float& v : x) v = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+    std::vector<bf16> y_r(x.size()), y_s(x.size(), bf16{0xDEAD});
+    ref.round_to_bf16(y_r.data(), x.data(), n);
+    simd().round_to_bf16(y_s.data(), x.data(), n);
+    int failures = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (y_s[i].bits != y_r[i].bits && ++failures <= 5)
+        ADD_FAILURE() << "n=" << n << " [" << i << "]: 0x" << std::hex << y_s[i].bits << " vs 0x"
+                      << y_r[i].bits;
+    }
+    EXPECT_EQ(failures, 0) << n;
   }
 }
 

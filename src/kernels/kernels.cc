@@ -9,6 +9,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/reference/activations.h"
 #include "kernels/reference/adamw.h"
+#include "kernels/reference/convert.h"
 #include "kernels/reference/dropout.h"
 #include "kernels/reference/embeddings.h"
 #include "kernels/reference/layer_norm.h"
@@ -41,6 +42,7 @@ constexpr KernelTable kReferenceTable{
     .adamw_update = &reference::adamw_update<float>,
     .sum_squares = &reference::sum_squares<float>,
     .scale = &reference::scale<float>,
+    .round_to_bf16 = &reference::round_to_bf16,
 };
 
 constexpr KernelTable kAvx512Table{
@@ -64,6 +66,7 @@ constexpr KernelTable kAvx512Table{
     .adamw_update = &avx512::adamw_update,
     .sum_squares = &avx512::sum_squares,
     .scale = &avx512::scale,
+    .round_to_bf16 = &avx512::round_to_bf16,
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "core/bf16.h"
 #include "core/rng.h"
 
 namespace cpuft {
@@ -100,6 +101,10 @@ struct KernelTable {
   double (*sum_squares)(const float* x, int64_t n);
   // x *= s.
   void (*scale)(float* x, float s, int64_t n);
+
+  // y = x rounded to bf16 (nearest, ties to even, as torch rounds; core/bf16.h): the inputs of the
+  // matrix products under --bf16.
+  void (*round_to_bf16)(bf16* y, const float* x, int64_t n);
 };
 
 // The table chosen at start-up: AVX-512 when the CPU has AVX-512F/BW/DQ/VL and CPUFT_FORCE_ISA is

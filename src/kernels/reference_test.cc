@@ -8,12 +8,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/reference/activations.h"
+#include "kernels/reference/convert.h"
 #include "kernels/reference/embeddings.h"
 #include "kernels/reference/layer_norm.h"
 #include "kernels/reference/losses.h"
@@ -209,6 +213,57 @@ TEST(ReferenceGrad, Mse) {
   EXPECT_NEAR(value, want, 1e-12);
   for (auto& v : d_pred) v /= loss_scale;
   expect_gradient(pred, d_pred, loss, "d_pred");
+}
+
+// fp32 -> bf16 rounding against its definition, written independently of the bit trick: the two
+// bf16 neighbours of x (truncation and one step up in magnitude) compared in double, ties to the
+// neighbour with an even last bit. Random bit patterns cover every exponent, subnormals, the
+// overflow to infinity and NaNs.
+TEST(ReferenceBf16, RoundsToNearestEvenOnRandomBitPatterns) {
+  std::mt19937 rng(7);
+  std::vector<float> x(200000);
+  for (float& v : x) v = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+  std::vector<bf16> y(x.size());
+  reference::round_to_bf16(y.data(), x.data(), static_cast<int64_t>(x.size()));
+  int failures = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const uint32_t u = std::bit_cast<uint32_t>(x[i]);
+    uint16_t want = 0;
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(to_float(y[i]))) << std::hex << u;
+      EXPECT_EQ(y[i].bits & 0x8000u, (u >> 16) & 0x8000u) << "NaN keeps its sign";
+      continue;
+    }
+    const uint16_t down = static_cast<uint16_t>(u >> 16);
+    const uint16_t up = static_cast<uint16_t>(down + 1);  // next magnitude (may be infinity)
+    // IEEE: past the largest finite bf16, infinity stands where 2^128 would be.
+    const double lo = to_float(bf16{down});
+    const double hi = std::isinf(to_float(bf16{up})) ? std::copysign(0x1p128, double(x[i]))
+                                                     : double(to_float(bf16{up}));
+    const double d_lo = std::abs(double(x[i]) - lo), d_hi = std::abs(hi - double(x[i]));
+    want = d_lo < d_hi ? down : d_hi < d_lo ? up : (down % 2 == 0 ? down : up);
+    if (y[i].bits != want && ++failures <= 5)
+      ADD_FAILURE() << std::hex << "x bits 0x" << u << ": got 0x" << y[i].bits << ", want 0x"
+                    << want;
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(ReferenceBf16, KnownValues) {
+  const auto bits = [](float v) { return round_to_bf16(v).bits; };
+  EXPECT_EQ(bits(1.0f), 0x3F80);
+  EXPECT_EQ(bits(-2.0f), 0xC000);
+  EXPECT_EQ(bits(-0.0f), 0x8000);
+  EXPECT_EQ(bits(1.0f + 0x1p-8f), 0x3F80);                     // tie, even neighbour below
+  EXPECT_EQ(bits(1.0f + 3 * 0x1p-8f), 0x3F82);                 // tie, even neighbour above
+  EXPECT_EQ(bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3F81);          // just above the tie
+  EXPECT_EQ(bits(std::numeric_limits<float>::max()), 0x7F80);  // rounds up to infinity
+  EXPECT_EQ(bits(std::numeric_limits<float>::infinity()), 0x7F80);
+  EXPECT_EQ(bits(std::numeric_limits<float>::denorm_min()), 0x0000);
+  EXPECT_EQ(bits(0x1p-133f), 0x0001);  // the smallest bf16 subnormal survives
+  EXPECT_EQ(bits(std::numeric_limits<float>::quiet_NaN()) & 0x7FC0, 0x7FC0);
+  EXPECT_EQ(to_float(bf16{0x3F80}), 1.0f);
+  EXPECT_EQ(to_float(round_to_bf16(3.140625f)), 3.140625f);  // exactly representable: unchanged
 }
 
 }  // namespace

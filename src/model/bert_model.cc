@@ -33,21 +33,42 @@ class ArenaCarver {
   int64_t used_ = 0;
 };
 
+// bf16 slices of the bf16 arena, carved like ArenaCarver (64-byte aligned).
+class Bf16Carver {
+ public:
+  explicit Bf16Carver(bf16* base) : base_(base) {}
+  bf16* take(int64_t count) {
+    bf16* p = base_ == nullptr ? nullptr : base_ + used_;
+    used_ += (count + 31) / 32 * 32;
+    return p;
+  }
+  int64_t used() const { return used_; }
+
+ private:
+  bf16* base_;
+  int64_t used_ = 0;
+};
+
 }  // namespace
 
 struct BertModel::State {
-  State(const BertConfig& c, const ModelLimits& limits)
-      : plans{LinearPlans(limits.max_tokens, c.hidden_size, 3 * c.hidden_size),
-              LinearPlans(limits.max_tokens, c.hidden_size, c.hidden_size),
-              LinearPlans(limits.max_tokens, c.hidden_size, c.intermediate_size),
-              LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size)},
+  State(const BertConfig& c, const ModelLimits& limits, MatmulPrecision precision)
+      : plans{LinearPlans(limits.max_tokens, c.hidden_size, 3 * c.hidden_size, precision),
+              LinearPlans(limits.max_tokens, c.hidden_size, c.hidden_size, precision),
+              LinearPlans(limits.max_tokens, c.hidden_size, c.intermediate_size, precision),
+              LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size, precision)},
         pooler(limits.max_sequences, c.hidden_size, c.hidden_size),
-        classifier(limits.max_sequences, c.hidden_size, c.num_labels) {}
+        classifier(limits.max_sequences, c.hidden_size, c.num_labels) {
+    if (precision == MatmulPrecision::bf16) bf16_weights = std::make_unique<Bf16Weights>(c);
+  }
 
   EncoderPlans plans;
+  // The head stays fp32: its products are (B, D) x (D, D) and smaller, a negligible share.
   LinearPlans pooler, classifier;
+  std::unique_ptr<Bf16Weights> bf16_weights;  // bf16 models only
 
   AlignedBuffer<float> arena;
+  AlignedBuffer<bf16> bf16_arena;  // bf16 models only: the rounded product inputs
   // Embeddings
   float* emb_sum;   // (N, D) word + position + type
   float* emb_mean;  // (N)
@@ -117,19 +138,38 @@ struct BertModel::State {
     scratch.attention = a.take(scratch.attention_per_thread * omp_get_max_threads());
     return a.used();
   }
+
+  // Carves the bf16 buffers (bf16 models only); with base == nullptr only counts elements.
+  int64_t carve_bf16(const BertConfig& c, const ModelLimits& limits, bf16* base) {
+    const int64_t N = limits.max_tokens, D = c.hidden_size, F = c.intermediate_size;
+    Bf16Carver a(base);
+    for (LayerActivations& l : layers) {
+      l.x_b = a.take(N * D);
+      l.ctx_b = a.take(N * D);
+      l.h1_b = a.take(N * D);
+      l.act_b = a.take(N * F);
+    }
+    scratch.grad_b = a.take(N * std::max(3 * D, F));
+    return a.used();
+  }
 };
 
-BertModel::BertModel(const BertConfig& config, const ModelLimits& limits)
-    : config_(config), limits_(limits) {
+BertModel::BertModel(const BertConfig& config, const ModelLimits& limits, MatmulPrecision precision)
+    : config_(config), limits_(limits), precision_(precision) {
   CPUFT_REQUIRE(limits.max_tokens > 0 && limits.max_sequences > 0 && limits.max_seq_len > 0,
                 "model limits must be positive");
   CPUFT_REQUIRE(limits.max_seq_len <= config.max_position_embeddings, "max sequence length ",
                 limits.max_seq_len, " exceeds the model's max_position_embeddings ",
                 config.max_position_embeddings);
-  state_ = std::make_unique<State>(config, limits);
+  state_ = std::make_unique<State>(config, limits, precision);
   const int64_t floats = state_->carve(config, limits, nullptr);
   state_->arena = AlignedBuffer<float>(static_cast<size_t>(floats));
   state_->carve(config, limits, state_->arena.data());
+  if (precision == MatmulPrecision::bf16) {  // else the bf16 pointers stay nullptr
+    const int64_t halves = state_->carve_bf16(config, limits, nullptr);
+    state_->bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(halves));
+    state_->carve_bf16(config, limits, state_->bf16_arena.data());
+  }
   state_->prob_offsets.resize(static_cast<size_t>(limits.max_sequences + 1));
 }
 
@@ -139,11 +179,24 @@ const float* BertModel::logits() const {
   return state_->logits;
 }
 
+void BertModel::refresh_bf16_weights(const BertParams& params) {
+  if (state_->bf16_weights) state_->bf16_weights->refresh(params);
+}
+
 namespace {
 
 RngKey dropout_key(const StepContext& ctx, uint32_t layer, uint32_t site) {
   return RngKey{ctx.seed, dropout_stream(ctx.step, ctx.rank, layer, site)};
 }
+
+}  // namespace
+
+// Layer l's bf16 weights, or nullptr for an fp32 model.
+const LayerBf16Weights* BertModel::bf16_layer(const State& s, size_t l) {
+  return s.bf16_weights ? &s.bf16_weights->layer(l) : nullptr;
+}
+
+namespace {
 
 EncoderDims encoder_dims(const BertConfig& c, bool training) {
   return EncoderDims{
@@ -177,6 +230,8 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
                   "token type id ", batch.token_type_ids[i], " is outside [0, ", c.type_vocab_size,
                   ")");
   }
+  CPUFT_CHECK(!s.bf16_weights || s.bf16_weights->source() == p.word_emb,
+              "bf16 model: refresh_bf16_weights() was not called for these weights");
   s.batch = &batch;
   s.context = context;
   s.has_loss = with_loss;
@@ -203,7 +258,8 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
     const RngKey keys[3] = {dropout_key(context, layer, kAttentionProbs),
                             dropout_key(context, layer, kAttentionOutput),
                             dropout_key(context, layer, kFfnOutput)};
-    encoder_layer_forward(s.layers[l], x, p.layers[l], s.plans, packed, dims, keys, s.scratch);
+    encoder_layer_forward(s.layers[l], x, p.layers[l], bf16_layer(s, l), s.plans, packed, dims,
+                          keys, s.scratch);
     x = s.layers[l].out;
   }
 
@@ -270,8 +326,9 @@ void BertModel::backward(const BertParams& p, const BertParams& g, GradListener*
                             dropout_key(context, layer, kFfnOutput)};
     const float* x = l == 0 ? s.h0 : s.layers[l - 1].out;
     float* d_x = s.d_hidden[(s.layers.size() - l) % 2];
-    encoder_layer_backward(d_x, d_out, x, s.layers[l], p.layers[l], g.layers[l], s.plans, packed,
-                           dims, keys, s.scratch);
+    encoder_layer_backward(d_x, d_out, x, s.layers[l], p.layers[l], g.layers[l],
+                           bf16_layer(s, static_cast<size_t>(l)), s.plans, packed, dims, keys,
+                           s.scratch);
     ready(l);
     d_out = d_x;
   }

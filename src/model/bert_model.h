@@ -15,6 +15,7 @@
 #include "model/batch.h"
 #include "model/bert_config.h"
 #include "model/bert_params.h"
+#include "model/bf16_weights.h"
 
 namespace cpuft {
 
@@ -43,8 +44,16 @@ class GradListener {
 
 class BertModel {
  public:
-  BertModel(const BertConfig& config, const ModelLimits& limits);
+  // precision bf16: the encoder's linear products take bf16 inputs (encoder_layer.h); the model
+  // then keeps a bf16 copy of those weights, which refresh_bf16_weights() must fill before the
+  // first forward and after every change of the weights.
+  BertModel(const BertConfig& config, const ModelLimits& limits,
+            MatmulPrecision precision = MatmulPrecision::f32);
   ~BertModel();
+
+  // Rounds the encoder's linear weights into the bf16 copy; a no-op for fp32 models.
+  void refresh_bf16_weights(const BertParams& params);
+  MatmulPrecision precision() const { return precision_; }
 
   // Runs the forward pass; returns the mean loss over the batch when `with_loss` (labels/targets
   // must be set), else 0. Logits stay available through logits() until the next forward.
@@ -61,8 +70,10 @@ class BertModel {
 
  private:
   struct State;
+  static const LayerBf16Weights* bf16_layer(const State& s, size_t l);
   BertConfig config_;
   ModelLimits limits_;
+  MatmulPrecision precision_;
   std::unique_ptr<State> state_;
 };
 

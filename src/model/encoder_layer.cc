@@ -10,29 +10,64 @@ void add_into(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+namespace {
+
+// The four weights as product inputs: fp32, plus the bf16 copy when there is one.
+struct LayerWeights {
+  Operand qkv, attn_out, ffn_in, ffn_out;
+};
+
+LayerWeights layer_weights(const LayerParams& p, const LayerBf16Weights* b) {
+  if (b == nullptr) return {{p.qkv_w}, {p.attn_out_w}, {p.ffn_in_w}, {p.ffn_out_w}};
+  return {{p.qkv_w, b->qkv_w},
+          {p.attn_out_w, b->attn_out_w},
+          {p.ffn_in_w, b->ffn_in_w},
+          {p.ffn_out_w, b->ffn_out_w}};
+}
+
+// x (n elements) as a product input: itself, and in bf16 also rounded into `storage` (nullptr in
+// fp32, where nothing is rounded).
+Operand as_input(const float* x, bf16* storage, int64_t n) {
+  if (storage == nullptr) return {x};
+  CPUFT_TIMED("to_bf16", kernels().round_to_bf16(storage, x, n));
+  return {x, storage};
+}
+
+// An input rounded earlier in this step (forward's copies, read again by backward_weights).
+Operand saved_input(const float* x, const bf16* rounded) {
+  return {x, rounded};
+}
+
+}  // namespace
+
 void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParams& p,
-                           const EncoderPlans& plans, const PackedBatch& batch,
-                           const EncoderDims& dims, const RngKey keys[3],
+                           const LayerBf16Weights* w_b, const EncoderPlans& plans,
+                           const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
                            const EncoderScratch& scratch) {
   const KernelTable& k = kernels();
   const int64_t N = batch.N, D = dims.attention.D, F = dims.F;
   float* tmp = scratch.nd[0];  // (N, D)
+  const LayerWeights w = layer_weights(p, w_b);
 
-  CPUFT_TIMED("qkv.fwd", plans.qkv.forward(a.qkv, x, p.qkv_w, p.qkv_b, N));
+  const Operand x_in = as_input(x, a.x_b, N * D);
+  CPUFT_TIMED("qkv.fwd", plans.qkv.forward(a.qkv, x_in, w.qkv, p.qkv_b, N));
   CPUFT_TIMED("attention.fwd", attention_forward(a.ctx, a.probs, a.qkv, batch.seq_offsets,
                                                  batch.prob_offsets, batch.B, dims.attention,
                                                  dims.attention_dropout, keys[kAttentionProbs],
                                                  scratch.attention, scratch.attention_per_thread));
-  CPUFT_TIMED("attn_out.fwd", plans.attn_out.forward(tmp, a.ctx, p.attn_out_w, p.attn_out_b, N));
+  const Operand ctx_in = as_input(a.ctx, a.ctx_b, N * D);
+  CPUFT_TIMED("attn_out.fwd", plans.attn_out.forward(tmp, ctx_in, w.attn_out, p.attn_out_b, N));
   CPUFT_TIMED("dropout.fwd",
               k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kAttentionOutput], N * D));
   CPUFT_TIMED("layer_norm.fwd",
               k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, x, p.attn_ln_w,
                                        p.attn_ln_b, dims.layer_norm_eps, N, D));
 
-  CPUFT_TIMED("ffn_in.fwd", plans.ffn_in.forward(a.ffn_pre, a.h1, p.ffn_in_w, p.ffn_in_b, N));
+  const Operand h1_in = as_input(a.h1, a.h1_b, N * D);
+  CPUFT_TIMED("ffn_in.fwd", plans.ffn_in.forward(a.ffn_pre, h1_in, w.ffn_in, p.ffn_in_b, N));
   CPUFT_TIMED("gelu.fwd", k.gelu_forward(a.ffn_act, a.ffn_pre, N * F));
-  CPUFT_TIMED("ffn_out.fwd", plans.ffn_out.forward(tmp, a.ffn_act, p.ffn_out_w, p.ffn_out_b, N));
+  const Operand act_in = as_input(a.ffn_act, a.act_b, N * F);
+  CPUFT_TIMED("ffn_out.fwd", plans.ffn_out.forward(tmp, act_in, w.ffn_out, p.ffn_out_b, N));
   CPUFT_TIMED("dropout.fwd",
               k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], N * D));
   CPUFT_TIMED("layer_norm.fwd",
@@ -42,11 +77,14 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
 
 void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const LayerActivations& a, const LayerParams& p, const LayerParams& g,
-                            const EncoderPlans& plans, const PackedBatch& batch,
-                            const EncoderDims& dims, const RngKey keys[3],
+                            const LayerBf16Weights* w_b, const EncoderPlans& plans,
+                            const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
                             const EncoderScratch& scratch) {
   const KernelTable& k = kernels();
   const int64_t N = batch.N, D = dims.attention.D, F = dims.F;
+  const LayerWeights w = layer_weights(p, w_b);
+  // One output gradient at a time is rounded (read by both backward products of its linear).
+  bf16* grad_b = w_b == nullptr ? nullptr : scratch.grad_b;
   float* d_s = scratch.nd[0];    // d_s2, later d_s1
   float* d_tmp = scratch.nd[1];  // gradient at a dropout output
   float* d_h = scratch.nd[2];    // d_h1, later d_ctx
@@ -59,16 +97,20 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   // undo: s2 = dropout(act W2^T + b2) + h1   (the h1 branch is added below)
   CPUFT_TIMED("dropout.bwd",
               k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], N * D));
-  CPUFT_TIMED("ffn_out.bwd_weights",
-              plans.ffn_out.backward_weights(g.ffn_out_w, d_tmp, a.ffn_act, N));
+  const Operand d_ffn_out = as_input(d_tmp, grad_b, N * D);
+  CPUFT_TIMED(
+      "ffn_out.bwd_weights",
+      plans.ffn_out.backward_weights(g.ffn_out_w, d_ffn_out, saved_input(a.ffn_act, a.act_b), N));
   CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_out_b, d_tmp, N, D));
-  CPUFT_TIMED("ffn_out.bwd_data", plans.ffn_out.backward_data(d_ffn, d_tmp, p.ffn_out_w, N));
+  CPUFT_TIMED("ffn_out.bwd_data", plans.ffn_out.backward_data(d_ffn, d_ffn_out, w.ffn_out, N));
   // undo: act = gelu(pre)
   CPUFT_TIMED("gelu.bwd", k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, N * F));
   // undo: pre = h1 W1^T + b1
-  CPUFT_TIMED("ffn_in.bwd_weights", plans.ffn_in.backward_weights(g.ffn_in_w, d_ffn, a.h1, N));
+  const Operand d_pre = as_input(d_ffn, grad_b, N * F);
+  CPUFT_TIMED("ffn_in.bwd_weights",
+              plans.ffn_in.backward_weights(g.ffn_in_w, d_pre, saved_input(a.h1, a.h1_b), N));
   CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_in_b, d_ffn, N, F));
-  CPUFT_TIMED("ffn_in.bwd_data", plans.ffn_in.backward_data(d_h, d_ffn, p.ffn_in_w, N));
+  CPUFT_TIMED("ffn_in.bwd_data", plans.ffn_in.backward_data(d_h, d_pre, w.ffn_in, N));
   CPUFT_TIMED("residual.bwd", add_into(d_h, d_s, N * D));  // residual branch of s2
 
   // undo: h1 = LayerNorm(s1)
@@ -77,20 +119,24 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   // undo: s1 = dropout(ctx Wo^T + bo) + x   (the x branch is added at the end)
   CPUFT_TIMED("dropout.bwd",
               k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kAttentionOutput], N * D));
-  CPUFT_TIMED("attn_out.bwd_weights",
-              plans.attn_out.backward_weights(g.attn_out_w, d_tmp, a.ctx, N));
+  const Operand d_attn_out = as_input(d_tmp, grad_b, N * D);
+  CPUFT_TIMED(
+      "attn_out.bwd_weights",
+      plans.attn_out.backward_weights(g.attn_out_w, d_attn_out, saved_input(a.ctx, a.ctx_b), N));
   CPUFT_TIMED("bias.bwd", k.bias_backward(g.attn_out_b, d_tmp, N, D));
   float* d_ctx = d_h;
-  CPUFT_TIMED("attn_out.bwd_data", plans.attn_out.backward_data(d_ctx, d_tmp, p.attn_out_w, N));
+  CPUFT_TIMED("attn_out.bwd_data", plans.attn_out.backward_data(d_ctx, d_attn_out, w.attn_out, N));
   // undo: ctx = attention(qkv)
   CPUFT_TIMED("attention.bwd", attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets,
                                                   batch.prob_offsets, batch.B, dims.attention,
                                                   dims.attention_dropout, keys[kAttentionProbs],
                                                   scratch.attention, scratch.attention_per_thread));
   // undo: qkv = x Wqkv^T + bqkv
-  CPUFT_TIMED("qkv.bwd_weights", plans.qkv.backward_weights(g.qkv_w, d_qkv, x, N));
+  const Operand d_qkv_in = as_input(d_qkv, grad_b, N * 3 * D);
+  CPUFT_TIMED("qkv.bwd_weights",
+              plans.qkv.backward_weights(g.qkv_w, d_qkv_in, saved_input(x, a.x_b), N));
   CPUFT_TIMED("bias.bwd", k.bias_backward(g.qkv_b, d_qkv, N, 3 * D));
-  CPUFT_TIMED("qkv.bwd_data", plans.qkv.backward_data(d_x, d_qkv, p.qkv_w, N));
+  CPUFT_TIMED("qkv.bwd_data", plans.qkv.backward_data(d_x, d_qkv_in, w.qkv, N));
   CPUFT_TIMED("residual.bwd", add_into(d_x, d_s, N * D));  // residual branch of s1
 }
 

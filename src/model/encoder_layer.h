@@ -8,14 +8,20 @@
 //   act   = gelu(pre)                             (N, F)
 //   s2    = dropout(act W2^T + b2) + h1           (N, D)
 //   out   = LayerNorm(s2)                         (N, D)
+//
+// Under --bf16 the four products take bf16 inputs: each input (x, ctx, h1, act; in backward the
+// output gradient) is rounded to bf16 just before its product and the weights come from the
+// model's bf16 copy; the products accumulate and write fp32, and everything else stays fp32.
 #pragma once
 
 #include <cstdint>
 
+#include "core/bf16.h"
 #include "core/rng.h"
 #include "gemm/matmul_plan.h"
 #include "model/attention.h"
 #include "model/bert_params.h"
+#include "model/bf16_weights.h"
 
 namespace cpuft {
 
@@ -34,6 +40,11 @@ struct LayerActivations {
   float* ln2_mean;  // (N)
   float* ln2_rstd;  // (N)
   float* out;       // (N, D) the layer's output, next layer's input
+  // bf16 roundings of the product inputs, kept for backward_weights (all nullptr in fp32).
+  bf16* x_b;    // (N, D) the layer's input
+  bf16* ctx_b;  // (N, D)
+  bf16* h1_b;   // (N, D)
+  bf16* act_b;  // (N, F)
 };
 
 // Buffers shared by all layers, overwritten by each.
@@ -43,6 +54,7 @@ struct EncoderScratch {
   float* n3d;        // (N, 3D)
   float* attention;  // per thread attention scratch
   int64_t attention_per_thread;
+  bf16* grad_b;  // (N, max(3D, F)) an output gradient rounded to bf16 (nullptr in fp32)
 };
 
 // The matmul plans of the four linear kinds, shared by all layers.
@@ -68,17 +80,18 @@ struct EncoderDims {
 // Dropout sites of a layer, for RngKey streams.
 enum DropoutSite : uint32_t { kAttentionProbs = 0, kAttentionOutput = 1, kFfnOutput = 2 };
 
+// w_b: the layer's bf16 weights when the plans are bf16, else nullptr.
 void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParams& p,
-                           const EncoderPlans& plans, const PackedBatch& batch,
-                           const EncoderDims& dims, const RngKey keys[3],
+                           const LayerBf16Weights* w_b, const EncoderPlans& plans,
+                           const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
                            const EncoderScratch& scratch);
 
 // d_x (N, D) overwritten from d_out (N, D); parameter gradients g accumulate. x is the forward
 // input.
 void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const LayerActivations& a, const LayerParams& p, const LayerParams& g,
-                            const EncoderPlans& plans, const PackedBatch& batch,
-                            const EncoderDims& dims, const RngKey keys[3],
+                            const LayerBf16Weights* w_b, const EncoderPlans& plans,
+                            const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
                             const EncoderScratch& scratch);
 
 // y += x over n elements (the residual branch's gradient).

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "core/bf16.h"
 #include "kernels/kernels.h"
 
 namespace cpuft::avx512 {
@@ -38,6 +39,7 @@ float mse_forward_backward(float* d_pred, const float* pred, const float* target
 void adamw_update(float* w, float* m, float* v, const float* g, const AdamWStep& step, int64_t n);
 double sum_squares(const float* x, int64_t n);
 void scale(float* x, float s, int64_t n);
+void round_to_bf16(bf16* y, const float* x, int64_t n);
 
 // Defined in kernels.cc (compiled without AVX-512 flags). The AVX-512 files use only intrinsics,
 // compiler builtins, C/OpenMP functions and internal-linkage helpers, never inline or template

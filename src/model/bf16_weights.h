@@ -1,0 +1,45 @@
+// Bf16Weights: the bf16 copies of the encoder's linear weights that --bf16 matrix products read.
+//
+// The fp32 parameters stay the master copy: the optimizer updates them, checkpoints save them.
+// After every change of the fp32 weights (load, optimizer step) refresh() rounds them again, as
+// torch's autocast re-casts each weight in every forward. Embeddings, LayerNorm, biases, pooler and
+// classifier have no bf16 copy: they are not inputs of bf16 products.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/bf16.h"
+#include "core/buffer.h"
+#include "model/bert_config.h"
+#include "model/bert_params.h"
+
+namespace cpuft {
+
+struct LayerBf16Weights {
+  bf16* qkv_w;       // (3D, D)
+  bf16* attn_out_w;  // (D, D)
+  bf16* ffn_in_w;    // (F, D)
+  bf16* ffn_out_w;   // (D, F)
+};
+
+class Bf16Weights {
+ public:
+  explicit Bf16Weights(const BertConfig& config);
+
+  // Rounds every encoder linear weight of `params` (nearest, ties to even).
+  void refresh(const BertParams& params);
+  // The fp32 weights last rounded (their word embedding's address; nullptr before the first
+  // refresh), so that the model can refuse a forward with other weights than its copy's.
+  const float* source() const { return source_; }
+
+  const LayerBf16Weights& layer(size_t l) const { return layers_[l]; }
+
+ private:
+  int64_t D_, F_;
+  AlignedBuffer<bf16> storage_;
+  std::vector<LayerBf16Weights> layers_;
+  const float* source_ = nullptr;
+};
+
+}  // namespace cpuft
