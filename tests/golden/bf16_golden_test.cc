@@ -1,0 +1,153 @@
+// --bf16 arithmetic against its reference on the tiny BERT fixtures: logits and loss, every
+// parameter gradient, and 3 AdamW steps with clipping and warmup (the bf16 weight copy must be
+// refreshed after every step). The reference (tools/make_bf16_goldens.py) is Hugging Face's model
+// with each encoder nn.Linear computing exactly cpuft's bf16 products: inputs, weights and output
+// gradients rounded to bf16, products summed exactly.
+//
+// Tolerances. cpuft's fp32 values entering a rounding differ from torch's by fp32 noise (~1e-7
+// relative), so a value lying within that distance of a bf16 rounding boundary may round to the
+// neighbouring bf16 number in one and not the other: a 2^-8 relative change of that element. Such
+// flips are rare (probability ~1e-7 / 2^-8 per element) and each moves an output by ~2^-8 / sqrt(K)
+// of its size, so the comparison allows 2e-4 relative (logits, loss, gradients, steps): 5 to 25
+// times below the distance between bf16 and fp32 on these fixtures, which each test also checks,
+// so running the products in fp32 (or rounding the wrong operand) fails.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/buffer.h"
+#include "golden/golden_util.h"
+#include "io/bert_checkpoint.h"
+#include "model/bert_model.h"
+#include "model/param_layout.h"
+#include "optim/adamw.h"
+#include "optim/lr_schedule.h"
+
+namespace cpuft {
+namespace {
+
+using namespace golden;
+
+constexpr double kBf16Tolerance = 2e-4;
+// The fp32 results must lie at least this many tolerances away from the bf16 reference.
+constexpr double kMinSeparation = 5;
+
+struct Bf16Golden {
+  Bf16Golden(const std::string& fp32_name, const std::string& bf16_name, MatmulPrecision precision)
+      : fp32(SafetensorsFile::open(fixture_path(fp32_name))),
+        bf16_ref(SafetensorsFile::open(fixture_path(bf16_name))),
+        config(parse_bert_config(fp32.metadata().at("config"), fp32.label())),
+        layout(config),
+        params(static_cast<size_t>(layout.total_floats())),
+        grads(static_cast<size_t>(layout.total_floats())),
+        p(bind_params(layout, config, params.data())),
+        g(bind_params(layout, config, grads.data())),
+        batch(batch_from_fixture(fp32, config)),
+        model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), 64}, precision) {
+    EXPECT_EQ(bf16_ref.metadata().at("fp32_fixture"), fp32_name);
+    load_bert_weights(fp32, layout, config, params.data(), LoadOptions{"init.", 0});
+    model.refresh_bf16_weights(p);
+  }
+
+  SafetensorsFile fp32, bf16_ref;
+  BertConfig config;
+  ParamLayout layout;
+  AlignedBuffer<float> params, grads;
+  BertParams p, g;
+  Batch batch;
+  BertModel model;
+};
+
+void check_forward_and_gradients(const std::string& fp32_name, const std::string& bf16_name) {
+  Bf16Golden t(fp32_name, bf16_name, MatmulPrecision::bf16);
+  const float loss = t.model.forward(t.p, t.batch, StepContext{});
+  const std::vector<float> want = t.bf16_ref.read_f32("output.logits");
+  const std::vector<float> fp32 = t.fp32.read_f32("output.logits");
+  const int64_t n = static_cast<int64_t>(want.size());
+  ASSERT_EQ(n, t.batch.num_sequences() * t.config.num_labels);
+  const double err = relative_l2(t.model.logits(), want.data(), n);
+  const double separation = relative_l2(fp32.data(), want.data(), n);
+  std::printf("logits: bf16 vs reference %.3g, fp32 vs reference %.3g\n", err, separation);
+  EXPECT_LE(err, kBf16Tolerance);
+  EXPECT_GE(separation, kMinSeparation * kBf16Tolerance)
+      << "the fixture cannot tell bf16 from fp32";
+  const float want_loss = t.bf16_ref.read_f32("output.loss")[0];
+  EXPECT_NEAR(loss, want_loss, kBf16Tolerance * std::abs(want_loss));
+
+  t.model.backward(t.p, t.g);
+  const double global_norm = t.bf16_ref.read_f32("grad_norm.step0")[0];
+  double worst = 0, worst_sep = 1e30;
+  for (const ParamSpec& spec : t.layout.specs()) {
+    const std::vector<float> ref = t.bf16_ref.read_f32("grad." + spec.name);
+    const std::vector<float> ref32 = t.fp32.read_f32("grad." + spec.name);
+    const float* ours = t.grads.data() + spec.offset;
+    const double norm = l2(ref.data(), spec.numel);
+    const double floor = kGradFloorOfGlobalNorm * global_norm;
+    const double e = relative_l2(ours, ref.data(), spec.numel) * norm;
+    EXPECT_LE(e, kBf16Tolerance * norm + floor) << spec.name;
+    if (norm > 1e-3 * global_norm) {
+      worst = std::max(worst, e / norm);
+      worst_sep = std::min(worst_sep, relative_l2(ref32.data(), ref.data(), spec.numel));
+    }
+  }
+  std::printf("gradients: worst bf16 vs reference %.3g, closest fp32 vs reference %.3g\n", worst,
+              worst_sep);
+}
+
+// The losses of steps 1 and 2 are computed from updated weights, so a bf16 copy left stale after a
+// step fails them; the weights after 3 steps match as closely as the fp32 golden test asks.
+void check_three_adamw_steps(const std::string& fp32_name, const std::string& bf16_name) {
+  Bf16Golden t(fp32_name, bf16_name, MatmulPrecision::bf16);
+  const nlohmann::json hyper = metadata_json(t.fp32, "hyper");
+  AdamW adamw(t.layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
+                                     hyper.at("weight_decay")});
+  const LrSchedule schedule{ScheduleKind::linear, hyper.at("lr"), hyper.at("warmup_steps"),
+                            hyper.at("total_steps")};
+  for (int step = 0; step < 3; ++step) {
+    t.grads.zero();
+    const float loss = t.model.forward(t.p, t.batch, StepContext{42, static_cast<uint64_t>(step)});
+    t.model.backward(t.p, t.g);
+    const double norm = clip_grad_norm(t.grads.data(), t.layout.total_floats(),
+                                       hyper.at("max_grad_norm").get<double>());
+    adamw.step(t.params.data(), t.grads.data(), schedule.lr(step));
+    t.model.refresh_bf16_weights(t.p);
+    const float want_loss = t.bf16_ref.read_f32(str("loss.step", step))[0];
+    const float want_norm = t.bf16_ref.read_f32(str("grad_norm.step", step))[0];
+    EXPECT_NEAR(loss, want_loss, kBf16Tolerance * std::abs(want_loss)) << "step " << step;
+    EXPECT_NEAR(norm, want_norm, kBf16Tolerance * want_norm) << "step " << step;
+  }
+  const std::vector<std::string> zero = zero_true_grad(t.fp32);
+  for (const ParamSpec& spec : t.layout.specs()) {
+    // Zero-gradient tensors: rounding noise amplified by AdamW, as in the fp32 golden test.
+    if (contains(zero, spec.name)) continue;
+    const std::vector<float> ref = t.bf16_ref.read_f32("step3." + spec.name);
+    EXPECT_LE(relative_l2(t.params.data() + spec.offset, ref.data(), spec.numel), 1e-5)
+        << spec.name;
+  }
+}
+
+TEST(Bf16GoldenClassification, LogitsLossAndEveryGradient) {
+  check_forward_and_gradients("golden_tiny_cls.safetensors", "golden_tiny_cls_bf16.safetensors");
+}
+TEST(Bf16GoldenClassification, ThreeAdamWStepsRefreshingTheBf16Weights) {
+  check_three_adamw_steps("golden_tiny_cls.safetensors", "golden_tiny_cls_bf16.safetensors");
+}
+TEST(Bf16GoldenRegression, LogitsLossAndEveryGradient) {
+  check_forward_and_gradients("golden_tiny_reg.safetensors", "golden_tiny_reg_bf16.safetensors");
+}
+TEST(Bf16GoldenRegression, ThreeAdamWStepsRefreshingTheBf16Weights) {
+  check_three_adamw_steps("golden_tiny_reg.safetensors", "golden_tiny_reg_bf16.safetensors");
+}
+
+// A bf16 model must refuse to run on weights it has not rounded.
+TEST(Bf16Model, ForwardWithoutRefreshIsRefused) {
+  Bf16Golden t("golden_tiny_cls.safetensors", "golden_tiny_cls_bf16.safetensors",
+               MatmulPrecision::bf16);
+  AlignedBuffer<float> other(t.params.size());
+  const BertParams q = bind_params(t.layout, t.config, other.data());
+  EXPECT_THROW(t.model.forward(q, t.batch, StepContext{}), Error);
+}
+
+}  // namespace
+}  // namespace cpuft

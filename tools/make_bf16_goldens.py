@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Write the golden fixtures for cpuft's --bf16 arithmetic.
+
+Offline only; never used in CI (CI reads the committed files). Needs the fp32 tiny
+fixtures written by tools/make_goldens.py, whose initial weights, batch and training
+recipe it reuses, so the bf16 fixtures hold outputs only.
+
+The reference is Hugging Face's BertForSequenceClassification with each encoder
+nn.Linear (query, key, value, attention.output.dense, intermediate.dense, output.dense)
+computing what cpuft computes under --bf16 (docs/ARCHITECTURE.md, "bf16"):
+  forward    y  = round_fp32( bf16(x) @ bf16(W)^T ) + b        products summed in float64
+  backward   dx = bf16(dy) @ bf16(W),  dW = bf16(dy)^T @ bf16(x),  db = sum(dy)  (dy unrounded)
+with bf16() torch's round-to-nearest-even and the weight rounded again at every forward
+from the fp32 master weight. Everything else (embeddings, LayerNorm, attention products,
+softmax, GELU, pooler, classifier, loss, AdamW) is HF's fp32.
+
+Writes golden_tiny_{cls,reg}_bf16.safetensors: output.logits, output.loss, grad.<name>
+for every parameter, loss/grad_norm per step and step3.<name> after the fixture's 3
+AdamW steps with clipping and warmup.
+
+Usage:
+  python tools/make_bf16_goldens.py --fixtures tests/fixtures
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import types
+from pathlib import Path
+
+import torch
+from transformers import BertConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_goldens as mg  # noqa: E402  (the fp32 recipe: optimizer, schedule, steps, writing)
+
+
+class Bf16Linear(torch.autograd.Function):
+    """nn.Linear as cpuft's bf16 plans compute it (see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        xr = x.bfloat16().double()
+        wr = w.bfloat16().double()
+        ctx.save_for_backward(xr, wr)
+        return (xr @ wr.t()).float() + b
+
+    @staticmethod
+    def backward(ctx, gy):
+        xr, wr = ctx.saved_tensors
+        gr = gy.bfloat16().double()
+        gx = (gr @ wr).float()
+        gw = (gr.reshape(-1, gr.shape[-1]).t() @ xr.reshape(-1, xr.shape[-1])).float()
+        gb = gy.reshape(-1, gy.shape[-1]).sum(0)
+        return gx, gw, gb
+
+
+def bf16_linear_forward(self, x):
+    return Bf16Linear.apply(x, self.weight, self.bias)
+
+
+def emulate_bf16(model) -> int:
+    """Rebinds the forward of every encoder linear; returns how many were rebound."""
+    count = 0
+    for layer in model.bert.encoder.layer:
+        for lin in (layer.attention.self.query, layer.attention.self.key,
+                    layer.attention.self.value, layer.attention.output.dense,
+                    layer.intermediate.dense, layer.output.dense):
+            lin.forward = types.MethodType(bf16_linear_forward, lin)
+            count += 1
+    return count
+
+
+def make(fixture: Path):
+    tensors, md = mg.load_fixture(fixture)
+    config = BertConfig.from_dict(json.loads(md["config"]))
+    hyper = json.loads(md["hyper"])
+    batch = mg.batch_from(tensors)
+
+    model = mg.model_from_init(config, tensors)
+    assert emulate_bf16(model) == 6 * config.num_hidden_layers
+    out = {}
+    logits, loss, grads = mg.forward_and_grads(model, batch)
+    out["output.logits"] = logits
+    out["output.loss"] = loss.reshape(1)
+    for n, g in grads.items():
+        out[f"grad.{n}"] = g
+    losses, norms, lrs = mg.train_steps(model, batch, hyper)
+    out.update(mg.step_tensors(losses, norms, lrs))
+    for n, p in model.named_parameters():
+        out[f"step3.{n}"] = p.detach().clone()
+
+    # How far bf16 is from fp32 on this fixture: the C++ test's tolerance must be well below.
+    rel = ((logits - tensors["output.logits"]).norm() / tensors["output.logits"].norm()).item()
+    print(f"[{fixture.name}] bf16 vs fp32: logits rel-L2 {rel:.3g}, loss {loss.item():.6g} "
+          f"vs {tensors['output.loss'].item():.6g}")
+    meta = {
+        "generator": mg.GENERATOR + " via tools/make_bf16_goldens.py",
+        "fp32_fixture": fixture.name,
+        "fp32_fixture_sha256": hashlib.sha256(fixture.read_bytes()).hexdigest(),
+        "emulation": "encoder nn.Linear: bf16(x) bf16(W)^T in float64 -> fp32 + b; backward bf16(dy)",
+    }
+    return out, meta
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fixtures", required=True, type=Path, help="tests/fixtures")
+    args = ap.parse_args(argv)
+    mg.make_deterministic()
+    for kind in ("cls", "reg"):
+        src = args.fixtures / f"golden_tiny_{kind}.safetensors"
+        out, meta = make(src)
+        dst = args.fixtures / f"golden_tiny_{kind}_bf16.safetensors"
+        mg.write(dst, out, meta)
+        print(f"sha256 {hashlib.sha256(dst.read_bytes()).hexdigest()}  {dst.name}")
+
+
+if __name__ == "__main__":
+    main()
