@@ -334,6 +334,11 @@ void strided_gemm(bool a_transposed, bool b_transposed, int64_t M, int64_t N, in
   sgemm(a_transposed, b_transposed, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+bool cpu_has_bf16_matmul() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+}
+
 const char* onednn_version_string() {
   static const std::string text = [] {
     const dnnl_version_t* v = dnnl_version();

@@ -102,6 +102,10 @@ void strided_gemm(bool a_transposed, bool b_transposed, int64_t M, int64_t N, in
                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                   float* C, int64_t ldc);
 
+// True when the CPU has AVX512_BF16 or AMX-BF16, the instructions oneDNN's bf16 matmul needs to
+// beat fp32; without them bf16 products are emulated and slower than fp32.
+bool cpu_has_bf16_matmul();
+
 // oneDNN's version as "major.minor.patch (cpu runtime)", for `cpuft env` and bench reports.
 const char* onednn_version_string();
 

@@ -102,7 +102,9 @@ std::map<std::string, FlagBinding> bindings(TrainConfig& c) {
   m["seed"] = make_binding(c.seed, "Seed of the shuffling, dropout and new head");
   m["group_by_length"] =
       make_binding(c.group_by_length, "Batch sequences of similar length together");
-  m["bf16"] = make_binding(c.bf16, "bfloat16 matrix products (not yet available)");
+  m["bf16"] = make_binding(c.bf16,
+                           "bfloat16 inputs to the encoder's matrix products (fp32 weights, "
+                           "accumulation and everything else); needs AVX512_BF16 or AMX");
   m["logging_strategy"] = make_binding(c.logging_strategy, "steps, epoch or no");
   m["logging_steps"] = make_binding(c.logging_steps, "Log the mean training loss every N steps");
   m["eval_strategy"] =
@@ -166,7 +168,7 @@ void load_train_config_json(const std::string& path, TrainConfig& config) {
   }
 }
 
-void validate_train_config(const TrainConfig& c) {
+void validate_train_config(const TrainConfig& c, bool cpu_has_bf16) {
   auto require = [](bool ok, const std::string& message) { CPUFT_REQUIRE(ok, message); };
   require(!c.model_name_or_path.empty(), "--model_name_or_path is required");
   require(!c.output_dir.empty(), "--output_dir is required");
@@ -221,7 +223,9 @@ void validate_train_config(const TrainConfig& c) {
           "--dist_backend must be auto, mpi, ccl or single");
   require(c.bucket_cap_mb > 0, "--bucket_cap_mb must be > 0");
   require(c.dist_timeout > 0, "--dist_timeout must be > 0");
-  require(!c.bf16, "--bf16 is not available yet in cpuft; run without it (fp32)");
+  require(!c.bf16 || cpu_has_bf16,
+          "--bf16 needs a CPU with AVX512_BF16 or AMX-BF16 instructions (without them bfloat16 "
+          "products run slower than fp32); this CPU has neither: run without --bf16");
 }
 
 }  // namespace cpuft

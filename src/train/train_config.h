@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "gemm/matmul_plan.h"
+
 namespace CLI {
 class App;
 }
@@ -73,7 +75,8 @@ void add_train_flags(CLI::App& app, TrainConfig& config);
 // config; unknown keys are an error naming the key.
 void load_train_config_json(const std::string& path, TrainConfig& config);
 
-// Checks values and combinations; throws cpuft::Error naming the flag.
-void validate_train_config(const TrainConfig& config);
+// Checks values and combinations; throws cpuft::Error naming the flag. cpu_has_bf16: whether this
+// CPU runs bf16 products natively (tests pass both).
+void validate_train_config(const TrainConfig& config, bool cpu_has_bf16 = cpu_has_bf16_matmul());
 
 }  // namespace cpuft

@@ -74,7 +74,13 @@ TEST(TrainConfig, ContradictionsAreRefusedNamingTheFlag) {
   EXPECT_NE(validation_error(c).find("--eval_strategy"), std::string::npos);
   c.eval_strategy = "no";
   c.bf16 = true;
-  EXPECT_NE(validation_error(c).find("--bf16"), std::string::npos);
+  EXPECT_NO_THROW(validate_train_config(c, /*cpu_has_bf16=*/true));
+  try {
+    validate_train_config(c, /*cpu_has_bf16=*/false);
+    ADD_FAILURE() << "--bf16 accepted on a CPU without bf16 instructions";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--bf16 needs a CPU with AVX512_BF16"), std::string::npos);
+  }
   c.bf16 = false;
   c.data_dir.clear();
   EXPECT_NE(validation_error(c).find("--data_dir"), std::string::npos);

@@ -214,7 +214,9 @@ void Trainer::prepare() {
   for (const auto& [suffix, d] : s.eval) consider(d, c.per_device_eval_batch_size);
   for (const auto& [suffix, d] : s.test) consider(d, c.per_device_eval_batch_size);
   s.model = std::make_unique<BertModel>(s.model_config,
-                                        ModelLimits{max_batch * longest, max_batch, longest});
+                                        ModelLimits{max_batch * longest, max_batch, longest},
+                                        c.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  s.model->refresh_bf16_weights(s.p);
 }
 
 Trainer::~Trainer() = default;
@@ -345,6 +347,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   ResumePoint resume;
   if (!c.resume_from_checkpoint.empty()) {
     resume = load_checkpoint(c.resume_from_checkpoint, *s.layout, s.params.data(), adamw);
+    s.model->refresh_bf16_weights(s.p);
     s.global_step = resume.global_step;
     s.log_history = resume.log_history;
     s.print(str("resumed from ", c.resume_from_checkpoint, " at step ", s.global_step));
@@ -354,7 +357,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
               (s.max_steps + s.steps_per_epoch - 1) / s.steps_per_epoch, " epochs, ", world,
               " rank(s) x batch ", c.per_device_train_batch_size, " x ",
               c.gradient_accumulation_steps, " accumulation, ", s.max_steps, " steps, ",
-              s.dist.threads, " threads per rank"));
+              s.dist.threads, " threads per rank", c.bf16 ? ", bf16 matrix products" : ""));
   Progress progress(s.max_steps, tty);
   std::unique_ptr<ReducerListener> listener;
   if (s.reducer) listener = std::make_unique<ReducerListener>(*s.reducer);
@@ -413,6 +416,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       const double t3 = s.timeline.now_micros();
       last_grad_norm = clip_grad_norm(s.grads.data(), s.layout->total_floats(), c.max_grad_norm);
       adamw.step(s.params.data(), s.grads.data(), schedule.lr(s.global_step));
+      s.model->refresh_bf16_weights(s.p);  // the bf16 copy follows every update (--bf16)
       s.grads.zero();
       if (!c.timeline_dir.empty())
         s.timeline.add("optimizer", "compute", t3, s.timeline.now_micros(), 0, s.global_step);
