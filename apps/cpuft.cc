@@ -111,6 +111,8 @@ int run(int argc, char** argv) {
       ->add_option("--per_device_eval_batch_size", predict_config.per_device_eval_batch_size,
                    "Sequences per batch")
       ->capture_default_str();
+  predict->add_flag("--bf16", predict_config.bf16,
+                    "bfloat16 inputs to the encoder's matrix products (as cpuft train --bf16)");
 
   CLI::App* env = app.add_subcommand(
       "env", "Print the kernels, oneDNN version, launcher and every rank's cores and threads");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables for docs/accuracy.md from runs/acc/results.jsonl (tools/run_accuracy_comparison.sh).
 
-Usage: tools/accuracy_table.py [runs/acc/results.jsonl]
+Usage: tools/accuracy_table.py [--bf16] [runs/acc/results.jsonl]   (--bf16: the PRECISION=bf16 runs)
 
 Prints (1) one row per task and seed with both engines' metrics, wall and CPU times and the load
 at start, (2) per-task means and standard deviations over the seeds both engines completed, with
@@ -45,8 +45,13 @@ def fmt_metrics(r, keys):
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else "runs/acc/results.jsonl"
+    args = [a for a in sys.argv[1:] if a != "--bf16"]
+    path = args[0] if args else "runs/acc/results.jsonl"
     runs = load(path)
+    if "--bf16" in sys.argv[1:]:  # the --bf16 runs of both engines, under the usual names
+        runs = {(e[:-len("-bf16")], t, s): r for (e, t, s), r in runs.items() if e.endswith("-bf16")}
+    else:
+        runs = {k: r for k, r in runs.items() if not k[0].endswith("-bf16")}
     tasks = [t for t in METRICS if any(k[1] == t for k in runs)]
     print("| task | epochs | seed | metric | cpuft | HF | cpuft wall (user CPU) | HF wall (user CPU) "
           "| HF / cpuft wall | 1-min load at start (cpuft / HF) |")

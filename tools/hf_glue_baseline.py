@@ -118,6 +118,8 @@ def main():
     ap.add_argument("--max_seq_length", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2,
                     help="torch intra-op threads (the shared 2-core machine)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="TrainingArguments(bf16=True): torch CPU autocast to bfloat16")
     ap.add_argument("--out", help="append the JSON line to this file")
     ap.add_argument("--output_dir", default=None,
                     help="Trainer scratch folder (nothing is saved; default /tmp/hf_glue_<task>_<seed>)")
@@ -167,6 +169,7 @@ def main():
         logging_steps=500,
         dataloader_num_workers=0,
         use_cpu=True,
+        bf16=args.bf16,
         disable_tqdm=True,
     )
     trainer = Trainer(model=model, args=targs, train_dataset=train_ds, eval_dataset=eval_ds,
@@ -183,7 +186,7 @@ def main():
                if k.startswith("eval_") and k[len("eval_"):] not in
                ("loss", "runtime", "samples_per_second", "steps_per_second", "epoch")}
     rec = {
-        "engine": "hf", "task": args.task, "seed": args.seed,
+        "engine": "hf-bf16" if args.bf16 else "hf", "task": args.task, "seed": args.seed,
         "epochs": args.epochs, "lr": args.lr, "batch": args.batch,
         "warmup_ratio": args.warmup_ratio, "weight_decay": args.weight_decay,
         "metrics": metrics, "eval_loss": ev.get("eval_loss"),

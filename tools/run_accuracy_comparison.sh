@@ -11,6 +11,8 @@
 #   cpuft / hf   the same runs, all cpuft first, then all HF
 #   seeds   TASKS="rte:3 cola:3" (task:epochs) x SEEDS, each cpuft run followed by its HF baseline:
 #           more seeds of the other tasks, to see HF's spread
+# PRECISION=bf16 runs both engines with --bf16 (cpuft: bf16 encoder products; HF: torch CPU
+# autocast), recorded as engines "cpuft-bf16" and "hf-bf16" (accuracy_table.py --bf16).
 # Every run appends one JSON line to runs/acc/results.jsonl (engine, task, seed, metrics,
 # wall and CPU time from /usr/bin/time, exit code, load average: the machine is shared, so the
 # wall time alone says little). A failed run is recorded and the
@@ -28,22 +30,29 @@ GLUE_DATA=${GLUE_DATA:-/work/shared/data/glue}  # the other tasks (identical MRP
 OUT=runs/acc
 RESULTS=$OUT/results.jsonl
 PHASES=${PHASES:-"mrpc check others"}
+PRECISION=${PRECISION:-fp32}                    # fp32 or bf16
+case $PRECISION in
+  fp32) SUFFIX="" BF16_FLAG=() ;;
+  bf16) SUFFIX="-bf16" BF16_FLAG=(--bf16) ;;
+  *) echo "PRECISION must be fp32 or bf16" >&2; exit 2 ;;
+esac
 SEEDS=${SEEDS:-"42 43 44"}                      # MRPC seeds (e.g. SEEDS=44 to resume)
 # Hyper-parameters: identical for both engines (never tune one differently).
 HP_BATCH=32 HP_LR=5e-5 HP_WARMUP=0.1 HP_WD=0.01 HP_LEN=128
 
 export OMP_NUM_THREADS=2 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-mkdir -p "$OUT/bin" "$OUT/logs"
+BIN=${BIN:-$OUT/bin}                            # where the cpuft binary is snapshotted
+mkdir -p "$BIN" "$OUT/logs"
 
 # Snapshot the binary: the lead may rebuild build/lead while these runs (an hour) go on, and
 # every cpuft number here must come from one build.
-if [[ ! -x $OUT/bin/cpuft || ${RESNAPSHOT:-0} == 1 ]]; then
-  cp build/lead/apps/cpuft "$OUT/bin/cpuft"
+if [[ ! -x $BIN/cpuft || ${RESNAPSHOT:-0} == 1 ]]; then
+  cp build/lead/apps/cpuft "$BIN/cpuft"
   { echo "git: $(git rev-parse HEAD) (dirty files: $(git status --short | wc -l))"
-    echo "sha256: $(sha256sum "$OUT/bin/cpuft" | cut -d' ' -f1)"
-    echo "copied: $(date -Is)"; } > "$OUT/bin/cpuft.version"
+    echo "sha256: $(sha256sum "$BIN/cpuft" | cut -d' ' -f1)"
+    echo "copied: $(date -Is)"; } > "$BIN/cpuft.version"
 fi
-CPUFT=$OUT/bin/cpuft
+CPUFT=$BIN/cpuft
 
 # record ENGINE TASK SEED EPOCHS RC TIMEFILE LOG METRICS_JSON LOAD_BEFORE
 # Appends one JSON line: metrics from METRICS_JSON (cpuft's eval_results.json or the HF
@@ -71,7 +80,7 @@ except OSError:
     pass
 if os.path.exists(mfile):
     text = open(mfile).read().strip()
-    if engine == "cpuft":
+    if engine.startswith("cpuft"):
         m = json.loads(text)
         rec["metrics"] = {k[5:]: v for k, v in m.items() if k.startswith("eval_") and k[5:] not in
                           ("loss", "runtime", "samples_per_second", "steps_per_second", "samples")}
@@ -102,32 +111,35 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 # run_cpuft TASK SEED EPOCHS DATA_DIR
 run_cpuft() {
   local task=$1 seed=$2 epochs=$3 data=$4
-  local dir=$OUT/cpuft-$task-$seed log=$OUT/logs/cpuft-$task-$seed.log
+  local name=cpuft$SUFFIX-$task-$seed
+  local dir=$OUT/$name log=$OUT/logs/$name.log
   local load0; load0=$(loadavg)
-  echo "== cpuft $task seed $seed ($epochs epochs) $(date +%T) load $load0"
+  echo "== cpuft$SUFFIX $task seed $seed ($epochs epochs) $(date +%T) load $load0"
   rm -f "$dir/eval_results.json"  # never record a previous run's metrics
-  /usr/bin/time -v -o "$OUT/logs/cpuft-$task-$seed.time" \
+  /usr/bin/time -v -o "$OUT/logs/$name.time" \
     "$CPUFT" train --model_name_or_path "$MODEL" --task_name "$task" --data_dir "$data" \
     --do_train --do_eval --max_seq_length $HP_LEN --per_device_train_batch_size $HP_BATCH \
     --learning_rate $HP_LR --num_train_epochs "$epochs" --warmup_ratio $HP_WARMUP \
     --weight_decay $HP_WD --save_strategy no --seed "$seed" \
-    --output_dir "$dir" --overwrite_output_dir > "$log" 2>&1
-  record cpuft "$task" "$seed" "$epochs" $? "$OUT/logs/cpuft-$task-$seed.time" "$log" \
+    --output_dir "$dir" --overwrite_output_dir "${BF16_FLAG[@]}" > "$log" 2>&1
+  record "cpuft$SUFFIX" "$task" "$seed" "$epochs" $? "$OUT/logs/$name.time" "$log" \
     "$dir/eval_results.json" "$load0"
 }
 
 # run_hf TASK SEED EPOCHS DATA_DIR
 run_hf() {
   local task=$1 seed=$2 epochs=$3 data=$4
-  local js=$OUT/logs/hf-$task-$seed.json log=$OUT/logs/hf-$task-$seed.log
+  local name=hf$SUFFIX-$task-$seed
+  local js=$OUT/logs/$name.json log=$OUT/logs/$name.log
   local load0; load0=$(loadavg)
-  echo "== hf $task seed $seed ($epochs epochs) $(date +%T) load $load0"
+  echo "== hf$SUFFIX $task seed $seed ($epochs epochs) $(date +%T) load $load0"
   rm -f "$js"
-  /usr/bin/time -v -o "$OUT/logs/hf-$task-$seed.time" \
+  /usr/bin/time -v -o "$OUT/logs/$name.time" \
     "$PY" tools/hf_glue_baseline.py --model_dir "$MODEL" --task "$task" --data_dir "$data" \
     --seed "$seed" --epochs "$epochs" --lr $HP_LR --batch $HP_BATCH --warmup_ratio $HP_WARMUP \
-    --weight_decay $HP_WD --max_seq_length $HP_LEN --threads 2 --out "$js" > "$log" 2>&1
-  record hf "$task" "$seed" "$epochs" $? "$OUT/logs/hf-$task-$seed.time" "$log" "$js" "$load0"
+    --weight_decay $HP_WD --max_seq_length $HP_LEN --threads 2 --out "$js" "${BF16_FLAG[@]}" \
+    > "$log" 2>&1
+  record "hf$SUFFIX" "$task" "$seed" "$epochs" $? "$OUT/logs/$name.time" "$log" "$js" "$load0"
 }
 
 for phase in $PHASES; do

@@ -104,6 +104,40 @@ full="$work/full" resumed="$work/resumed"
 cmp -s "$full/model.safetensors" "$resumed/model.safetensors" && pass ||
   fail "resumed run's weights differ from the uninterrupted run's"
 
+# 3b. --bf16 (bf16 encoder products): converges as fp32 does, predict runs, resuming gives
+#     bit-identical weights (the bf16 copy is re-rounded after the checkpoint is loaded). On a CPU
+#     without AVX512_BF16/AMX it must be refused in one line instead.
+if grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+  bf="$work/bf16" bf_full="$work/bf16_full" bf_resumed="$work/bf16_resumed"
+  if "$cpuft" train "${train_flags[@]}" --bf16 --save_strategy no --output_dir "$bf" \
+       >"$work/bf16.log" 2>&1; then
+    grep -q "bf16 matrix products" "$work/bf16.log" && pass || fail "bf16 run did not say bf16"
+    accuracy=$(sed -n 's/.*"eval_accuracy": \([0-9.]*\).*/\1/p' "$bf/eval_results.json")
+    awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.95) }' && pass ||
+      fail "--bf16 dev accuracy $accuracy < 0.95 after fine-tuning"
+    cmp -s "$bf/model.safetensors" "$out/model.safetensors" &&
+      fail "--bf16 gave the fp32 run's weights bit for bit" || pass
+    "$cpuft" predict --model_name_or_path "$bf" --test_file "$work/dev.tsv" --bf16 \
+      --output_dir "$work/bf16_pred" >"$work/bf16_pred.log" 2>&1 &&
+      [ "$(wc -l <"$work/bf16_pred/predict_results_data.txt")" = 65 ] && pass ||
+      fail "predict --bf16: $(tail -3 "$work/bf16_pred.log")"
+  else
+    fail "--bf16 training failed: $(tail -3 "$work/bf16.log")"
+  fi
+  "$cpuft" train "${train_flags[@]}" --bf16 --save_steps 40 --output_dir "$bf_full" \
+    >"$work/bf16_full.log" 2>&1 || fail "bf16 checkpointed run failed: $(tail -3 "$work/bf16_full.log")"
+  "$cpuft" train "${train_flags[@]}" --bf16 --save_strategy no --output_dir "$bf_resumed" \
+    --resume_from_checkpoint "$bf_full/checkpoint-40" >"$work/bf16_resume.log" 2>&1 ||
+    fail "bf16 resume failed: $(tail -3 "$work/bf16_resume.log")"
+  cmp -s "$bf_full/model.safetensors" "$bf_resumed/model.safetensors" && pass ||
+    fail "--bf16: resumed run's weights differ from the uninterrupted run's"
+else
+  "$cpuft" train "${train_flags[@]}" --bf16 --output_dir "$work/bf16" >/dev/null 2>"$work/stderr"
+  [ $? = 1 ] && grep -q "^error: --bf16 needs a CPU with AVX512_BF16" "$work/stderr" &&
+    [ "$(wc -l <"$work/stderr")" = 1 ] && [ ! -e "$work/bf16" ] && pass ||
+    fail "--bf16 on a CPU without bf16: $(cat "$work/stderr")"
+fi
+
 # 4. Bad input: exit code 1, one line "error: ...", no output folder.
 expect_error() {  # expect_error NAME SUBSTRING ARGS...
   local name="$1" want="$2"
