@@ -53,12 +53,14 @@ int run(int argc, char** argv) {
   std::string config_path, lengths_path;
   int batch_size = 32, steps = 5, warmup = 1;
   int pad_to = 0;
+  bool bf16 = false;
   app.add_option("--config", config_path, "HF config.json of the model shape")->required();
   app.add_option("--lengths", lengths_path, "Sequence lengths, one per line")->required();
   app.add_option("--batch", batch_size, "Sequences per batch");
   app.add_option("--steps", steps, "Timed steps");
   app.add_option("--warmup", warmup, "Untimed steps first");
   app.add_option("--pad_to", pad_to, "Pad every sequence to this length (0: packed)");
+  app.add_flag("--bf16", bf16, "bf16 encoder products (as cpuft train --bf16)");
   CLI11_PARSE(app, argc, argv);
 
   enable_flush_denormals_all_threads();
@@ -87,7 +89,9 @@ int run(int argc, char** argv) {
     }
     max_tokens = std::max(max_tokens, batch.num_tokens());
   }
-  BertModel model(config, ModelLimits{max_tokens, batch_size, max_len});
+  BertModel model(config, ModelLimits{max_tokens, batch_size, max_len},
+                  bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  model.refresh_bf16_weights(p);
   AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
 
   std::vector<double> t_forward, t_backward, t_optimizer, t_step, flops_per_s;
@@ -99,9 +103,10 @@ int run(int argc, char** argv) {
     model.backward(p, g);
     const double backward = watch.seconds() - forward;
     {
-      CPUFT_PROFILE("optimizer (clip+adamw+zero)");
+      CPUFT_PROFILE("optimizer (clip+adamw+zero+bf16 refresh)");
       clip_grad_norm(grads.data(), layout.total_floats(), 1.0);
       adamw.step(params.data(), grads.data(), 2e-5);
+      model.refresh_bf16_weights(p);
       grads.zero();
     }
     const double total = watch.seconds();
@@ -118,15 +123,21 @@ int run(int argc, char** argv) {
   const int threads = omp_get_max_threads();
   const double peak = measure_fp32_fma_peak_gflops(threads);
   const double gflops = median(flops_per_s) / 1e9;
-  std::printf("model: %s (L=%lld D=%lld F=%lld), batch %d, %s, %d threads, kernels %s, oneDNN %s\n",
-              config_path.c_str(), static_cast<long long>(config.num_hidden_layers),
-              static_cast<long long>(config.hidden_size),
-              static_cast<long long>(config.intermediate_size), batch_size,
-              pad_to > 0 ? "padded" : "packed", threads, kernels().isa, onednn_version_string());
+  std::printf(
+      "model: %s (L=%lld D=%lld F=%lld), batch %d, %s, %s, %d threads, kernels %s, oneDNN %s\n",
+      config_path.c_str(), static_cast<long long>(config.num_hidden_layers),
+      static_cast<long long>(config.hidden_size), static_cast<long long>(config.intermediate_size),
+      batch_size, pad_to > 0 ? "padded" : "packed", bf16 ? "bf16 products" : "fp32", threads,
+      kernels().isa, onednn_version_string());
   std::printf("median of %d steps: step %.3f s = forward %.3f + backward %.3f + optimizer %.3f\n",
               steps, median(t_step), median(t_forward), median(t_backward), median(t_optimizer));
   std::printf("model FLOP/s: %.1f GFLOP/s; measured fp32 FMA peak %.1f GFLOP/s; MFU %.1f%%\n",
               gflops, peak, 100.0 * gflops / peak);
+  if (bf16) {
+    const double bf16_peak = measure_bf16_dot_peak_gflops(threads);
+    std::printf("measured bf16 dot-product peak %.1f GFLOP/s; MFU against it %.1f%%\n", bf16_peak,
+                bf16_peak > 0 ? 100.0 * gflops / bf16_peak : 0.0);
+  }
   if (profile::enabled())
     std::printf("\nwhere the time goes (CPUFT_PROFILE=1):\n%s", profile::report().c_str());
   return 0;
