@@ -28,6 +28,8 @@ def main():
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--pad_to", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--bf16", action="store_true",
+                   help="forward under torch.autocast('cpu', bfloat16), as HF Trainer's --bf16")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -52,7 +54,8 @@ def main():
         labels = torch.randint(0, 2, (args.batch,))
         start = time.perf_counter()
         opt.zero_grad()
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -60,6 +63,7 @@ def main():
             times.append(time.perf_counter() - start)
             tokens.append(sum(batch_lengths))
     print(f"torch {torch.__version__}, {args.threads} threads, batch {args.batch}, "
+          f"{'bf16 autocast, ' if args.bf16 else ''}"
           f"{'padded to %d' % args.pad_to if args.pad_to else 'padded to the longest in batch'}: "
           f"median step {statistics.median(times):.3f} s, "
           f"{statistics.median(tokens) / statistics.median(times):.0f} real tokens/s")
