@@ -34,6 +34,16 @@ void print_env(const std::string& backend) {
   std::printf("cpuft %s\n", CPUFT_VERSION);
   std::printf("kernels: %s\n", kernels().isa);
   std::printf("oneDNN: %s\n", onednn_version_string());
+  {  // which kernels oneDNN picks for a MiniLM-sized linear layer, in each precision
+    const LinearPlans f32(64, 384, 1536);
+    std::printf("matmul fp32: %s\n", f32.fwd.implementation().c_str());
+    if (cpu_has_bf16_matmul()) {
+      const LinearPlans b16(64, 384, 1536, MatmulPrecision::bf16);
+      std::printf("matmul bf16: %s (--bf16 available)\n", b16.fwd.implementation().c_str());
+    } else {
+      std::printf("matmul bf16: no AVX512_BF16/AMX-BF16 (--bf16 refused)\n");
+    }
+  }
   std::printf("launcher: %s\n", dist.launch.describe().c_str());
   std::printf("backends: mpi, single%s\n",
               ccl_available() ? ", ccl (oneCCL)" : " (no ccl: built without oneCCL)");

@@ -62,7 +62,8 @@ struct MatmulPlan::Impl {
   // the handles. (oneDNN's execute() itself still makes a few small bookkeeping allocations for its
   // argument map, < 1 KiB per call; no buffer is allocated.)
   struct Rung {
-    int64_t size = 0;  // extent of the varying dimension this primitive computes
+    int64_t size = 0;            // extent of the varying dimension this primitive computes
+    std::string implementation;  // oneDNN's impl_info_str()
     dnnl::matmul prim;
     memory a, b, c, bias, scratch;
   };
@@ -104,6 +105,7 @@ struct MatmulPlan::Impl {
 #endif
     Rung r;
     r.size = size;
+    r.implementation = pd.impl_info_str();
     r.prim = dnnl::matmul(pd);
     r.a = memory(a_md, engine, DNNL_MEMORY_NONE);
     r.b = memory(b_md, engine, DNNL_MEMORY_NONE);
@@ -181,6 +183,10 @@ MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_un
       scratch_bytes = std::max(scratch_bytes, r.scratch.get_desc().get_size());
   }
   im.scratchpad.assign((scratch_bytes + sizeof(float) - 1) / sizeof(float) + 1, 0.0f);
+}
+
+std::string MatmulPlan::implementation() const {
+  return impl_->use_sgemm ? "dnnl_sgemm" : impl_->first.front().implementation;
 }
 
 MatmulPlan::~MatmulPlan() = default;

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/bf16.h"
 
@@ -57,6 +58,9 @@ class MatmulPlan {
            int64_t varying_size = 0) const;
 
   const MatmulDesc& desc() const { return desc_; }
+  // oneDNN's name of the implementation of the largest piece ("brg:avx512_core_bf16", ...), or
+  // "dnnl_sgemm": which ISA oneDNN picked, for tests and `cpuft env`.
+  std::string implementation() const;
 
  private:
   template <typename In>

@@ -188,6 +188,19 @@ TEST(MatmulPlan, Bf16AllLadderLayoutsAgainstNaive) {
   EXPECT_GT(tested, 50);
 }
 
+// Where the CPU has bf16 instructions, oneDNN must use them (a reference or emulated bf16 kernel
+// would be correct but slower than fp32); the fp32 forward plan must be a JIT kernel too.
+TEST(MatmulPlan, OnednnPicksANativeKernel) {
+  const LinearPlans f32(256, 384, 1536), b16(256, 384, 1536, MatmulPrecision::bf16);
+  EXPECT_NE(f32.fwd.implementation().find("avx"), std::string::npos) << f32.fwd.implementation();
+  if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "CPU lacks AVX512_BF16 / AMX-BF16";
+  for (const MatmulPlan* p : {&b16.fwd, &b16.bwd_data, &b16.bwd_weights}) {
+    const std::string impl = p->implementation();
+    EXPECT_TRUE(impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos)
+        << impl;
+  }
+}
+
 TEST(MatmulPlan, PrecisionMismatchThrows) {
   const MatmulPlan f32(MatmulDesc{.m = 4, .n = 4, .k = 4});
   const MatmulPlan b16(MatmulDesc{.m = 4, .n = 4, .k = 4, .precision = MatmulPrecision::bf16});
