@@ -69,18 +69,7 @@ double measure_bf16_dot_peak_gflops(int threads) {
 }
 
 double measure_fp32_fma_peak_gflops(int threads) {
-  constexpr int64_t kIterations = 20'000'000;  // ~0.1 s per thread
-  std::vector<double> seconds;
-  double sink = 0;
-  for (int repeat = 0; repeat < 5; ++repeat) {
-    Stopwatch watch;
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += fma_loop(kIterations);
-    seconds.push_back(watch.seconds());
-  }
-  if (sink == 1.2345) std::puts("");
-  std::sort(seconds.begin(), seconds.end());  // median of 5
-  return threads * static_cast<double>(kIterations) * 12 * 16 * 2 / seconds[2] * 1e-9;
+  return median_gflops(threads, fma_loop, 12 * 16 * 2);  // 16 lanes x (multiply + add)
 }
 
 }  // namespace cpuft

@@ -82,59 +82,14 @@ const char* name(VaryingDim v) {
   return v == VaryingDim::none ? "none" : v == VaryingDim::m ? "m" : "k";
 }
 
-TEST(MatmulPlan, AllCombinationsAgainstNaive) {
+// Every layout (transposes, accumulate, bias, which dimension varies, several actual sizes) against
+// the naive product. bf16: inputs rounded to bf16, the reference fed their exact widened values,
+// with the same fp32-accumulation tolerance (products of two bf16 numbers are exact in fp32); the
+// layouts the ladder cannot express must be refused at construction for bf16.
+void check_every_layout(MatmulPrecision precision) {
   constexpr int64_t kM = 37, kN = 19, kK = 23;
-  uint32_t seed = 1;
-  for (VaryingDim varying : {VaryingDim::none, VaryingDim::m, VaryingDim::k}) {
-    for (bool at_ : {false, true}) {
-      for (bool bt : {false, true}) {
-        for (bool acc : {false, true}) {
-          for (bool bias : {false, true}) {
-            if (acc && bias) continue;  // not supported by design (see MatmulDesc)
-            const MatmulDesc desc{.m = kM,
-                                  .n = kN,
-                                  .k = kK,
-                                  .a_transposed = at_,
-                                  .b_transposed = bt,
-                                  .accumulate = acc,
-                                  .bias = bias,
-                                  .varying = varying};
-            const MatmulPlan plan(desc);
-            const int64_t max = varying == VaryingDim::m ? kM : kK;
-            std::vector<int64_t> sizes = {0};
-            if (varying != VaryingDim::none) sizes = {1, 2, 5, 16, max - 1, max, 0};
-            for (int64_t s : sizes) {
-              const int64_t M = varying == VaryingDim::m ? s : kM;
-              const int64_t K = varying == VaryingDim::k ? s : kK;
-              // Stored shapes: A (M,K) or (K,M); B (K,N) or (N,K); dense, so the leading
-              // dimension is the stored width.
-              const auto a = random_vector(M * K, seed++);
-              const auto b = random_vector(K * kN, seed++);
-              const auto bv = random_vector(kN, seed++);
-              // C starts non-zero: checks accumulate adds to it and overwrite ignores it.
-              const auto c0 = random_vector(M * kN, seed++);
-              auto c = c0;
-              plan.run(c.data(), a.data(), b.data(), bias ? bv.data() : nullptr, s);
-              const std::string what =
-                  std::string("varying=") + name(varying) + " at=" + std::to_string(at_) +
-                  " bt=" + std::to_string(bt) + " acc=" + std::to_string(acc) +
-                  " bias=" + std::to_string(bias) + " size=" + std::to_string(s);
-              expect_gemm(c, c0, a.data(), at_, at_ ? M : K, b.data(), bt, bt ? K : kN,
-                          bias ? bv.data() : nullptr, M, kN, K, 1.0f, acc ? 1.0f : 0.0f, kN, what);
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
-// bf16 inputs, fp32 output: against the naive product of the (exactly widened) bf16 inputs, with
-// the same fp32-accumulation tolerance as above (products of two bf16 numbers are exact in fp32).
-// Every layout the ladder expresses; the others must be refused at construction.
-TEST(MatmulPlan, Bf16AllLadderLayoutsAgainstNaive) {
-  constexpr int64_t kM = 37, kN = 19, kK = 23;
-  uint32_t seed = 100;
+  const bool bf16_inputs = precision == MatmulPrecision::bf16;
+  uint32_t seed = bf16_inputs ? 100 : 1;
   int tested = 0;
   for (VaryingDim varying : {VaryingDim::none, VaryingDim::m, VaryingDim::k}) {
     for (bool at_ : {false, true}) {
@@ -150,14 +105,14 @@ TEST(MatmulPlan, Bf16AllLadderLayoutsAgainstNaive) {
                                   .accumulate = acc,
                                   .bias = bias,
                                   .varying = varying,
-                                  .precision = MatmulPrecision::bf16};
+                                  .precision = precision};
             const std::string layout = std::string("varying=") + name(varying) +
                                        " at=" + std::to_string(at_) + " bt=" + std::to_string(bt) +
                                        " acc=" + std::to_string(acc) +
                                        " bias=" + std::to_string(bias);
             const bool expressible =
                 !(varying == VaryingDim::m && at_) && !(varying == VaryingDim::k && (!at_ || bt));
-            if (!expressible) {
+            if (bf16_inputs && !expressible) {
               EXPECT_THROW(MatmulPlan{desc}, Error) << layout;
               continue;
             }
@@ -168,14 +123,23 @@ TEST(MatmulPlan, Bf16AllLadderLayoutsAgainstNaive) {
             for (int64_t s : sizes) {
               const int64_t M = varying == VaryingDim::m ? s : kM;
               const int64_t K = varying == VaryingDim::k ? s : kK;
-              const auto a = to_bf16(random_vector(M * K, seed++));
-              const auto b = to_bf16(random_vector(K * kN, seed++));
+              // Stored shapes: A (M,K) or (K,M); B (K,N) or (N,K); dense, so the leading
+              // dimension is the stored width.
+              auto a = random_vector(M * K, seed++);
+              auto b = random_vector(K * kN, seed++);
               const auto bv = random_vector(kN, seed++);
+              // C starts non-zero: checks accumulate adds to it and overwrite ignores it.
               const auto c0 = random_vector(M * kN, seed++);
               auto c = c0;
-              plan.run(c.data(), a.data(), b.data(), bias ? bv.data() : nullptr, s);
-              const auto a_wide = widen(a), b_wide = widen(b);
-              expect_gemm(c, c0, a_wide.data(), at_, at_ ? M : K, b_wide.data(), bt, bt ? K : kN,
+              if (bf16_inputs) {  // the reference multiplies the rounded inputs, widened exactly
+                const auto a16 = to_bf16(a), b16 = to_bf16(b);
+                plan.run(c.data(), a16.data(), b16.data(), bias ? bv.data() : nullptr, s);
+                a = widen(a16);
+                b = widen(b16);
+              } else {
+                plan.run(c.data(), a.data(), b.data(), bias ? bv.data() : nullptr, s);
+              }
+              expect_gemm(c, c0, a.data(), at_, at_ ? M : K, b.data(), bt, bt ? K : kN,
                           bias ? bv.data() : nullptr, M, kN, K, 1.0f, acc ? 1.0f : 0.0f, kN,
                           layout + " size=" + std::to_string(s));
               ++tested;
@@ -186,6 +150,14 @@ TEST(MatmulPlan, Bf16AllLadderLayoutsAgainstNaive) {
     }
   }
   EXPECT_GT(tested, 50);
+}
+
+TEST(MatmulPlan, AllCombinationsAgainstNaive) {
+  check_every_layout(MatmulPrecision::f32);
+}
+
+TEST(MatmulPlan, Bf16AllLadderLayoutsAgainstNaive) {
+  check_every_layout(MatmulPrecision::bf16);
 }
 
 // Where the CPU has bf16 instructions, oneDNN must use them (a reference or emulated bf16 kernel

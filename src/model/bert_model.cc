@@ -17,35 +17,21 @@ namespace {
 constexpr uint32_t kEmbeddingsDropoutLayer = 0xFE;
 constexpr uint32_t kClassifierDropoutLayer = 0xFF;
 
-// Hands out consecutive 64-byte aligned slices of one big buffer.
+// Hands out consecutive 64-byte aligned slices of one big buffer of T.
+template <typename T>
 class ArenaCarver {
  public:
-  explicit ArenaCarver(float* base) : base_(base) {}
-  float* take(int64_t floats) {
-    float* p = base_ == nullptr ? nullptr : base_ + used_;
-    used_ += (floats + 15) / 16 * 16;
+  static constexpr int64_t kAlign = 64 / sizeof(T);  // elements per 64 bytes
+  explicit ArenaCarver(T* base) : base_(base) {}
+  T* take(int64_t count) {
+    T* p = base_ == nullptr ? nullptr : base_ + used_;
+    used_ += (count + kAlign - 1) / kAlign * kAlign;
     return p;
   }
   int64_t used() const { return used_; }
 
  private:
-  float* base_;
-  int64_t used_ = 0;
-};
-
-// bf16 slices of the bf16 arena, carved like ArenaCarver (64-byte aligned).
-class Bf16Carver {
- public:
-  explicit Bf16Carver(bf16* base) : base_(base) {}
-  bf16* take(int64_t count) {
-    bf16* p = base_ == nullptr ? nullptr : base_ + used_;
-    used_ += (count + 31) / 32 * 32;
-    return p;
-  }
-  int64_t used() const { return used_; }
-
- private:
-  bf16* base_;
+  T* base_;
   int64_t used_ = 0;
 };
 
@@ -100,7 +86,7 @@ struct BertModel::State {
     const int64_t K = c.num_labels;
     // sum_s T_s^2 <= T * sum_s T_s = T * N: bounds the attention probabilities of any batch.
     const int64_t probs = H * T * N;
-    ArenaCarver a(base);
+    ArenaCarver<float> a(base);
     emb_sum = a.take(N * D);
     emb_mean = a.take(N);
     emb_rstd = a.take(N);
@@ -142,7 +128,7 @@ struct BertModel::State {
   // Carves the bf16 buffers (bf16 models only); with base == nullptr only counts elements.
   int64_t carve_bf16(const BertConfig& c, const ModelLimits& limits, bf16* base) {
     const int64_t N = limits.max_tokens, D = c.hidden_size, F = c.intermediate_size;
-    Bf16Carver a(base);
+    ArenaCarver<bf16> a(base);
     for (LayerActivations& l : layers) {
       l.x_b = a.take(N * D);
       l.ctx_b = a.take(N * D);

@@ -7,6 +7,7 @@
 
 #include "core/buffer.h"
 #include "golden/golden_util.h"
+#include "golden/tiny_fixture.h"
 #include "io/bert_checkpoint.h"
 #include "model/bert_model.h"
 #include "model/param_layout.h"
@@ -17,31 +18,6 @@ namespace cpuft {
 namespace {
 
 using namespace golden;
-
-struct TinyGolden {
-  explicit TinyGolden(const std::string& name)
-      : file(SafetensorsFile::open(fixture_path(name))),
-        config(parse_bert_config(file.metadata().at("config"), file.label())),
-        layout(config),
-        params(static_cast<size_t>(layout.total_floats())),
-        grads(static_cast<size_t>(layout.total_floats())),
-        p(bind_params(layout, config, params.data())),
-        g(bind_params(layout, config, grads.data())),
-        batch(batch_from_fixture(file, config)),
-        model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), 64}) {
-    const LoadReport report =
-        load_bert_weights(file, layout, config, params.data(), LoadOptions{"init.", 0});
-    EXPECT_TRUE(report.initialised.empty()) << "fixture lacks " << report.initialised.front();
-  }
-
-  SafetensorsFile file;
-  BertConfig config;
-  ParamLayout layout;
-  AlignedBuffer<float> params, grads;
-  BertParams p, g;
-  Batch batch;
-  BertModel model;
-};
 
 void check_forward_and_gradients(const std::string& fixture) {
   TinyGolden t(fixture);
