@@ -142,6 +142,7 @@ void add_bench_flags(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   app.add_option("--allreduce_reps", o.allreduce_reps, "All-reduce repetitions (2 ranks only)")
       ->capture_default_str();
+  app.add_flag("--bf16", o.bf16, "Time the step with bf16 encoder products (as train --bf16)");
 }
 
 namespace {
@@ -211,7 +212,11 @@ ComputeProfile measure_compute(const BenchOptions& o, const BertConfig& config,
     }
     max_tokens = std::max(max_tokens, batch.num_tokens());
   }
-  BertModel model(config, ModelLimits{max_tokens, o.batch, longest});
+  CPUFT_REQUIRE(!o.bf16 || cpu_has_bf16_matmul(),
+                "--bf16 needs a CPU with AVX512_BF16 or AMX-BF16 instructions");
+  BertModel model(config, ModelLimits{max_tokens, o.batch, longest},
+                  o.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  model.refresh_bf16_weights(p);
   AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
 
   std::vector<double> forward, backward, optimizer;
@@ -228,6 +233,7 @@ ComputeProfile measure_compute(const BenchOptions& o, const BertConfig& config,
     const double b = backward_watch.seconds();
     clip_grad_norm(grads.data(), layout.total_floats(), 1.0);
     adamw.step(params.data(), grads.data(), 2e-5);
+    model.refresh_bf16_weights(p);
     grads.zero();
     const double total = watch.seconds();
     if (step < o.warmup) continue;
@@ -339,11 +345,12 @@ int run_bench(const BenchOptions& o) {
   const std::vector<double> ready = bucket_ready_seconds(profile, plan);
 
   std::printf("cpuft bench --scaling\n");
-  std::printf("model: %s (L=%lld D=%lld F=%lld), %.1f M parameters, batch %d per host, %s\n",
+  std::printf("model: %s (L=%lld D=%lld F=%lld), %.1f M parameters, batch %d per host, %s, %s\n",
               o.config_path.c_str(), static_cast<long long>(config.num_hidden_layers),
               static_cast<long long>(config.hidden_size),
               static_cast<long long>(config.intermediate_size),
-              static_cast<double>(layout.total_floats()) / 1e6, o.batch, o.lengths_path.c_str());
+              static_cast<double>(layout.total_floats()) / 1e6, o.batch, o.lengths_path.c_str(),
+              o.bf16 ? "bf16 products" : "fp32");
   std::printf("machine: %d OpenMP threads, kernels %s, load average %s\n", omp_get_max_threads(),
               kernels().isa, load_average().c_str());
   std::printf(

@@ -115,6 +115,7 @@ struct BenchOptions {
   double latency_us = 30;
   double bucket_cap_mb = 25;
   int allreduce_reps = 3;
+  bool bf16 = false;  // bf16 encoder products, as cpuft train --bf16
 };
 // Sequence lengths, one positive integer per line (e.g. bench/data/mrpc_train_lengths_cased.txt).
 std::vector<int> read_lengths(const std::string& path);
