@@ -16,10 +16,13 @@ softmax, GELU, pooler, classifier, loss, AdamW) is HF's fp32.
 
 Writes golden_tiny_{cls,reg}_bf16.safetensors: output.logits, output.loss, grad.<name>
 for every parameter, loss/grad_norm per step and step3.<name> after the fixture's 3
-AdamW steps with clipping and warmup.
+AdamW steps with clipping and warmup. With --minilm-dir also
+golden_minilm_mrpc_bf16.safetensors: the real all-MiniLM-L6-v2 on the 8 MRPC pairs of
+golden_minilm_mrpc.safetensors (same head draw, same batch), compact: output.logits,
+output.loss, and grad_norm.<name> / grad_sample.<name> (32 samples) for every parameter.
 
 Usage:
-  python tools/make_bf16_goldens.py --fixtures tests/fixtures
+  python tools/make_bf16_goldens.py --fixtures tests/fixtures [--minilm-dir DIR]
 """
 
 from __future__ import annotations
@@ -106,16 +109,51 @@ def make(fixture: Path):
     return out, meta
 
 
+def make_minilm(fixture: Path, minilm_dir: str):
+    """The bf16 forward and gradients of the MiniLM fixture's model and batch (compact)."""
+    tensors, md = mg.load_fixture(fixture)
+    model, config, missing = mg.load_minilm(minilm_dir, mg.MINILM_SEED)
+    params = dict(model.named_parameters())
+    for n in missing:  # the same head draw as the fp32 fixture
+        assert torch.equal(params[n].detach(), tensors[f"init.{n}"]), n
+    assert hashlib.sha256((Path(minilm_dir) / "model.safetensors").read_bytes()).hexdigest() == \
+        md["minilm_weights_sha256"]
+    assert emulate_bf16(model) == 6 * config.num_hidden_layers
+    batch = mg.batch_from(tensors)
+    logits, loss, grads = mg.forward_and_grads(model, batch)
+    out = {"output.logits": logits, "output.loss": loss.reshape(1)}
+    for n, g in grads.items():
+        out[f"grad_norm.{n}"] = mg.l2norm(g)
+        out[f"grad_sample.{n}"] = mg.sample(g)
+    rel = ((logits - tensors["output.logits"]).norm() / tensors["output.logits"].norm()).item()
+    print(f"[{fixture.name}] bf16 vs fp32: logits rel-L2 {rel:.3g}, loss {loss.item():.6g} "
+          f"vs {tensors['output.loss'].item():.6g}")
+    meta = {
+        "generator": mg.GENERATOR + " via tools/make_bf16_goldens.py",
+        "fp32_fixture": fixture.name,
+        "fp32_fixture_sha256": hashlib.sha256(fixture.read_bytes()).hexdigest(),
+        "minilm_weights_sha256": md["minilm_weights_sha256"],
+        "emulation": "encoder nn.Linear: bf16(x) bf16(W)^T in float64 -> fp32 + b; backward bf16(dy)",
+    }
+    return out, meta
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fixtures", required=True, type=Path, help="tests/fixtures")
+    ap.add_argument("--minilm-dir", help="all-MiniLM-L6-v2 folder (config.json, model.safetensors)")
     args = ap.parse_args(argv)
     mg.make_deterministic()
     for kind in ("cls", "reg"):
         src = args.fixtures / f"golden_tiny_{kind}.safetensors"
         out, meta = make(src)
         dst = args.fixtures / f"golden_tiny_{kind}_bf16.safetensors"
+        mg.write(dst, out, meta)
+        print(f"sha256 {hashlib.sha256(dst.read_bytes()).hexdigest()}  {dst.name}")
+    if args.minilm_dir:
+        out, meta = make_minilm(args.fixtures / "golden_minilm_mrpc.safetensors", args.minilm_dir)
+        dst = args.fixtures / "golden_minilm_mrpc_bf16.safetensors"
         mg.write(dst, out, meta)
         print(f"sha256 {hashlib.sha256(dst.read_bytes()).hexdigest()}  {dst.name}")
 

@@ -1,8 +1,7 @@
 // The whole model against Hugging Face with the real all-MiniLM-L6-v2 weights (a bare BertModel
 // checkpoint from sentence-transformers) on the first 8 MRPC dev pairs (unequal lengths).
-// The fixture is compact (see tests/fixtures/README.md): logits, loss, every gradient's norm and
-// 32 fixed samples of it, and the same for parameters after 3 AdamW steps. The weights come from
-// scripts/fetch_minilm.sh (the directory in CPUFT_MINILM_DIR, or its default cache).
+// The fixture is compact (golden/minilm_fixture.h): logits, loss, every gradient's norm and 32
+// fixed samples of it, and the same for parameters after 3 AdamW steps.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,6 +9,7 @@
 
 #include "core/buffer.h"
 #include "golden/golden_util.h"
+#include "golden/minilm_fixture.h"
 #include "io/bert_checkpoint.h"
 #include "model/bert_model.h"
 #include "optim/adamw.h"
@@ -20,55 +20,19 @@ namespace {
 
 using namespace golden;
 
-std::string minilm_dir() {
-  if (const char* dir = std::getenv("CPUFT_MINILM_DIR")) return dir;
-  const char* home = std::getenv("HOME");
-  return str(home ? home : "/root", "/.cache/cpuft/models/all-MiniLM-L6-v2");
-}
-
-// Index i of the 32 samples: round(i * (numel - 1) / 31), as tools/make_goldens.py takes them
-// (31 is odd, so there are no ties and integer rounding is exact).
-std::vector<float> samples(const float* x, int64_t numel) {
-  std::vector<float> out(32);
-  for (int64_t i = 0; i < 32; ++i) out[i] = x[(i * (numel - 1) + 15) / 31];
-  return out;
-}
-
-// Our tensor x against HF's norm and samples: the norms agree within `tolerance` relative plus
-// `floor`, and the samples' difference is within the same bound (a necessary condition of a
-// relative L2 error below `tolerance` of the whole tensor).
-void expect_close(const float* x, int64_t numel, float hf_norm,
-                  const std::vector<float>& hf_samples, double tolerance, double floor,
-                  const std::string& what) {
-  const double norm = l2(x, numel);
-  EXPECT_NEAR(norm, hf_norm, tolerance * hf_norm + floor) << what;
-  const std::vector<float> ours = samples(x, numel);
-  double diff = 0;
-  for (size_t i = 0; i < 32; ++i) diff += std::pow(static_cast<double>(ours[i]) - hf_samples[i], 2);
-  EXPECT_LE(std::sqrt(diff), tolerance * hf_norm + floor) << what;
-}
-
 TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
-  const std::string dir = minilm_dir();
-  ASSERT_TRUE(std::filesystem::exists(dir + "/model.safetensors"))
-      << "no all-MiniLM-L6-v2 weights in " << dir << ": run scripts/fetch_minilm.sh";
-  const SafetensorsFile fixture =
-      SafetensorsFile::open(fixture_path("golden_minilm_mrpc.safetensors"));
-  const BertConfig config = parse_bert_config(fixture.metadata().at("config"), fixture.label());
-  const ParamLayout layout(config);
-  AlignedBuffer<float> params(static_cast<size_t>(layout.total_floats()));
-  AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
-  const LoadReport report = load_bert_weights(SafetensorsFile::open(dir + "/model.safetensors"),
-                                              layout, config, params.data());
-  // The checkpoint is a bare BertModel: only the classifier head is new; take HF's draw of it.
-  for (const std::string& name : report.initialised) {
-    ASSERT_NE(fixture.find("init." + name), nullptr) << name;
-    fixture.read_f32(*fixture.find("init." + name), params.data() + layout.at(name).offset);
-  }
-  const BertParams p = bind_params(layout, config, params.data());
-  const BertParams g = bind_params(layout, config, grads.data());
-  const Batch batch = batch_from_fixture(fixture, config);
-  BertModel model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), 128});
+  MiniLmGolden t;
+  ASSERT_TRUE(t.ok) << "no all-MiniLM-L6-v2 weights in " << minilm_dir()
+                    << ": run scripts/fetch_minilm.sh";
+  const SafetensorsFile& fixture = t.fixture;
+  const BertConfig& config = t.config;
+  const ParamLayout& layout = t.layout;
+  AlignedBuffer<float>& params = t.params;
+  AlignedBuffer<float>& grads = t.grads;
+  const BertParams& p = t.p;
+  const BertParams& g = t.g;
+  const Batch& batch = t.batch;
+  BertModel& model = t.model;
 
   const float loss = model.forward(p, batch, StepContext{});
   const std::vector<float> logits = fixture.read_f32("output.logits");

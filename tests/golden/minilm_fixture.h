@@ -1,0 +1,90 @@
+// The real all-MiniLM-L6-v2 golden (tests/fixtures/golden_minilm_mrpc.safetensors): the weights
+// come from scripts/fetch_minilm.sh (the directory in CPUFT_MINILM_DIR, or its default cache), the
+// new classifier head and the batch of 8 MRPC dev pairs from the fixture. The fixture is compact:
+// tensors are compared through their norm and 32 fixed samples.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "golden/golden_util.h"
+#include "io/bert_checkpoint.h"
+#include "model/bert_model.h"
+#include "model/param_layout.h"
+
+namespace cpuft::golden {
+
+inline std::string minilm_dir() {
+  if (const char* dir = std::getenv("CPUFT_MINILM_DIR")) return dir;
+  const char* home = std::getenv("HOME");
+  return str(home ? home : "/root", "/.cache/cpuft/models/all-MiniLM-L6-v2");
+}
+
+// Index i of the 32 samples: round(i * (numel - 1) / 31), as tools/make_goldens.py takes them
+// (31 is odd, so there are no ties and integer rounding is exact).
+inline std::vector<float> samples(const float* x, int64_t numel) {
+  std::vector<float> out(32);
+  for (int64_t i = 0; i < 32; ++i) out[i] = x[(i * (numel - 1) + 15) / 31];
+  return out;
+}
+
+// Our tensor x against the reference's norm and samples: the norms agree within `tolerance`
+// relative plus `floor`, and the samples' difference is within the same bound (a necessary
+// condition of a relative L2 error below `tolerance` of the whole tensor).
+inline void expect_close(const float* x, int64_t numel, float ref_norm,
+                         const std::vector<float>& ref_samples, double tolerance, double floor,
+                         const std::string& what) {
+  const double norm = l2(x, numel);
+  EXPECT_NEAR(norm, ref_norm, tolerance * ref_norm + floor) << what;
+  const std::vector<float> ours = samples(x, numel);
+  double diff = 0;
+  for (size_t i = 0; i < 32; ++i)
+    diff += std::pow(static_cast<double>(ours[i]) - ref_samples[i], 2);
+  EXPECT_LE(std::sqrt(diff), tolerance * ref_norm + floor) << what;
+}
+
+// The MiniLM weights plus the fixture's head in a flat buffer, the fixture's batch, and a model of
+// the requested precision. Check `ok` first (ASSERT_TRUE in the test): the weights may be missing.
+struct MiniLmGolden {
+  explicit MiniLmGolden(MatmulPrecision precision = MatmulPrecision::f32)
+      : fixture(SafetensorsFile::open(fixture_path("golden_minilm_mrpc.safetensors"))),
+        config(parse_bert_config(fixture.metadata().at("config"), fixture.label())),
+        layout(config),
+        params(static_cast<size_t>(layout.total_floats())),
+        grads(static_cast<size_t>(layout.total_floats())),
+        p(bind_params(layout, config, params.data())),
+        g(bind_params(layout, config, grads.data())),
+        batch(batch_from_fixture(fixture, config)),
+        model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), 128}, precision) {
+    const std::string dir = minilm_dir();
+    ok = std::filesystem::exists(dir + "/model.safetensors");
+    if (!ok) return;
+    const LoadReport report = load_bert_weights(SafetensorsFile::open(dir + "/model.safetensors"),
+                                                layout, config, params.data());
+    // The checkpoint is a bare BertModel: only the classifier head is new; take HF's draw of it.
+    for (const std::string& name : report.initialised) {
+      ok = ok && fixture.find("init." + name) != nullptr;
+      EXPECT_NE(fixture.find("init." + name), nullptr) << name;
+      if (ok)
+        fixture.read_f32(*fixture.find("init." + name), params.data() + layout.at(name).offset);
+    }
+    model.refresh_bf16_weights(p);  // a no-op for fp32
+  }
+
+  SafetensorsFile fixture;
+  BertConfig config;
+  ParamLayout layout;
+  AlignedBuffer<float> params, grads;
+  BertParams p, g;
+  Batch batch;
+  BertModel model;
+  bool ok = false;  // weights found and loaded
+};
+
+}  // namespace cpuft::golden
