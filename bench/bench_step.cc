@@ -63,6 +63,8 @@ int run(int argc, char** argv) {
   app.add_flag("--bf16", bf16, "bf16 encoder products (as cpuft train --bf16)");
   CLI11_PARSE(app, argc, argv);
 
+  CPUFT_REQUIRE(!bf16 || cpu_has_bf16_matmul(),
+                "--bf16 needs a CPU with AVX512_BF16 or AMX-BF16 instructions");
   enable_flush_denormals_all_threads();
   BertConfig config = load_bert_config(config_path);
   config.num_labels = 2;
@@ -135,8 +137,8 @@ int run(int argc, char** argv) {
               gflops, peak, 100.0 * gflops / peak);
   if (bf16) {
     const double bf16_peak = measure_bf16_dot_peak_gflops(threads);
-    std::printf("measured bf16 dot-product peak %.1f GFLOP/s; MFU against it %.1f%%\n", bf16_peak,
-                bf16_peak > 0 ? 100.0 * gflops / bf16_peak : 0.0);
+    std::printf("measured AVX512_BF16 dot-product peak %.1f GFLOP/s; MFU against it %.1f%%\n",
+                bf16_peak, bf16_peak > 0 ? 100.0 * gflops / bf16_peak : 0.0);
   }
   if (profile::enabled())
     std::printf("\nwhere the time goes (CPUFT_PROFILE=1):\n%s", profile::report().c_str());

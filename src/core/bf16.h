@@ -13,9 +13,10 @@ struct bf16 {
 };
 static_assert(sizeof(bf16) == 2);
 
-// fp32 -> bf16, round to nearest, ties to even, as torch's Tensor.bfloat16() rounds: subnormals are
-// kept (not flushed), values that round past the largest finite bf16 become infinity, a NaN stays a
-// (quiet) NaN with its sign. The scalar twin of the round_to_bf16 kernel.
+// fp32 -> bf16, round to nearest, ties to even, as torch's Tensor.bfloat16() rounds finite values
+// and infinities: subnormals are kept (not flushed), values that round past the largest finite bf16
+// become infinity. A NaN stays a quiet NaN with its sign and upper payload (cpuft's choice; torch
+// returns one canonical NaN). The scalar twin of the round_to_bf16 kernel.
 constexpr bf16 round_to_bf16(float x) {
   const uint32_t u = std::bit_cast<uint32_t>(x);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return bf16{static_cast<uint16_t>((u >> 16) | 0x0040u)};

@@ -46,7 +46,8 @@ class BertModel {
  public:
   // precision bf16: the encoder's linear products take bf16 inputs (encoder_layer.h); the model
   // then keeps a bf16 copy of those weights, which refresh_bf16_weights() must fill before the
-  // first forward and after every change of the weights.
+  // first forward and after every change of the weights (a forward before the first refresh, or
+  // on another weight buffer, is refused; a change in place since the last refresh is not seen).
   BertModel(const BertConfig& config, const ModelLimits& limits,
             MatmulPrecision precision = MatmulPrecision::f32);
   ~BertModel();

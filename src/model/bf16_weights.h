@@ -30,7 +30,8 @@ class Bf16Weights {
   // Rounds every encoder linear weight of `params` (nearest, ties to even).
   void refresh(const BertParams& params);
   // The fp32 weights last rounded (their word embedding's address; nullptr before the first
-  // refresh), so that the model can refuse a forward with other weights than its copy's.
+  // refresh), so that the model can refuse a forward before any refresh or on another buffer. It
+  // cannot see a buffer changed in place since: refreshing after every change is the caller's job.
   const float* source() const { return source_; }
 
   const LayerBf16Weights& layer(size_t l) const { return layers_[l]; }

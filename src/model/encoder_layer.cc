@@ -83,7 +83,8 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   const KernelTable& k = kernels();
   const int64_t N = batch.N, D = dims.attention.D, F = dims.F;
   const LayerWeights w = layer_weights(p, w_b);
-  // One output gradient at a time is rounded (read by both backward products of its linear).
+  // Under bf16 one output gradient at a time is rounded into grad_b and read by both backward
+  // products of its linear; each linear's block below rounds its own (overwriting the previous).
   bf16* grad_b = w_b == nullptr ? nullptr : scratch.grad_b;
   float* d_s = scratch.nd[0];    // d_s2, later d_s1
   float* d_tmp = scratch.nd[1];  // gradient at a dropout output
@@ -97,20 +98,23 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   // undo: s2 = dropout(act W2^T + b2) + h1   (the h1 branch is added below)
   CPUFT_TIMED("dropout.bwd",
               k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], N * D));
-  const Operand d_ffn_out = as_input(d_tmp, grad_b, N * D);
-  CPUFT_TIMED(
-      "ffn_out.bwd_weights",
-      plans.ffn_out.backward_weights(g.ffn_out_w, d_ffn_out, saved_input(a.ffn_act, a.act_b), N));
-  CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_out_b, d_tmp, N, D));
-  CPUFT_TIMED("ffn_out.bwd_data", plans.ffn_out.backward_data(d_ffn, d_ffn_out, w.ffn_out, N));
+  {
+    const Operand d_y = as_input(d_tmp, grad_b, N * D);
+    CPUFT_TIMED("ffn_out.bwd_weights", plans.ffn_out.backward_weights(
+                                           g.ffn_out_w, d_y, saved_input(a.ffn_act, a.act_b), N));
+    CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_out_b, d_tmp, N, D));
+    CPUFT_TIMED("ffn_out.bwd_data", plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, N));
+  }
   // undo: act = gelu(pre)
   CPUFT_TIMED("gelu.bwd", k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, N * F));
   // undo: pre = h1 W1^T + b1
-  const Operand d_pre = as_input(d_ffn, grad_b, N * F);
-  CPUFT_TIMED("ffn_in.bwd_weights",
-              plans.ffn_in.backward_weights(g.ffn_in_w, d_pre, saved_input(a.h1, a.h1_b), N));
-  CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_in_b, d_ffn, N, F));
-  CPUFT_TIMED("ffn_in.bwd_data", plans.ffn_in.backward_data(d_h, d_pre, w.ffn_in, N));
+  {
+    const Operand d_y = as_input(d_ffn, grad_b, N * F);
+    CPUFT_TIMED("ffn_in.bwd_weights",
+                plans.ffn_in.backward_weights(g.ffn_in_w, d_y, saved_input(a.h1, a.h1_b), N));
+    CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_in_b, d_ffn, N, F));
+    CPUFT_TIMED("ffn_in.bwd_data", plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, N));
+  }
   CPUFT_TIMED("residual.bwd", add_into(d_h, d_s, N * D));  // residual branch of s2
 
   // undo: h1 = LayerNorm(s1)
@@ -119,24 +123,27 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   // undo: s1 = dropout(ctx Wo^T + bo) + x   (the x branch is added at the end)
   CPUFT_TIMED("dropout.bwd",
               k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kAttentionOutput], N * D));
-  const Operand d_attn_out = as_input(d_tmp, grad_b, N * D);
-  CPUFT_TIMED(
-      "attn_out.bwd_weights",
-      plans.attn_out.backward_weights(g.attn_out_w, d_attn_out, saved_input(a.ctx, a.ctx_b), N));
-  CPUFT_TIMED("bias.bwd", k.bias_backward(g.attn_out_b, d_tmp, N, D));
   float* d_ctx = d_h;
-  CPUFT_TIMED("attn_out.bwd_data", plans.attn_out.backward_data(d_ctx, d_attn_out, w.attn_out, N));
+  {
+    const Operand d_y = as_input(d_tmp, grad_b, N * D);
+    CPUFT_TIMED("attn_out.bwd_weights",
+                plans.attn_out.backward_weights(g.attn_out_w, d_y, saved_input(a.ctx, a.ctx_b), N));
+    CPUFT_TIMED("bias.bwd", k.bias_backward(g.attn_out_b, d_tmp, N, D));
+    CPUFT_TIMED("attn_out.bwd_data", plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, N));
+  }
   // undo: ctx = attention(qkv)
   CPUFT_TIMED("attention.bwd", attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets,
                                                   batch.prob_offsets, batch.B, dims.attention,
                                                   dims.attention_dropout, keys[kAttentionProbs],
                                                   scratch.attention, scratch.attention_per_thread));
   // undo: qkv = x Wqkv^T + bqkv
-  const Operand d_qkv_in = as_input(d_qkv, grad_b, N * 3 * D);
-  CPUFT_TIMED("qkv.bwd_weights",
-              plans.qkv.backward_weights(g.qkv_w, d_qkv_in, saved_input(x, a.x_b), N));
-  CPUFT_TIMED("bias.bwd", k.bias_backward(g.qkv_b, d_qkv, N, 3 * D));
-  CPUFT_TIMED("qkv.bwd_data", plans.qkv.backward_data(d_x, d_qkv_in, w.qkv, N));
+  {
+    const Operand d_y = as_input(d_qkv, grad_b, N * 3 * D);
+    CPUFT_TIMED("qkv.bwd_weights",
+                plans.qkv.backward_weights(g.qkv_w, d_y, saved_input(x, a.x_b), N));
+    CPUFT_TIMED("bias.bwd", k.bias_backward(g.qkv_b, d_qkv, N, 3 * D));
+    CPUFT_TIMED("qkv.bwd_data", plans.qkv.backward_data(d_x, d_y, w.qkv, N));
+  }
   CPUFT_TIMED("residual.bwd", add_into(d_x, d_s, N * D));  // residual branch of s1
 }
 
