@@ -77,6 +77,26 @@ def emulate_bf16(model) -> int:
     return count
 
 
+def separation_and_metadata(fixture: Path, tensors, logits, loss, **extra) -> dict[str, str]:
+    """Prints how far bf16 lies from the fp32 fixture (the C++ tolerance must be well below it)
+    and returns the metadata every bf16 fixture carries."""
+    rel = ((logits - tensors["output.logits"]).norm() / tensors["output.logits"].norm()).item()
+    print(f"[{fixture.name}] bf16 vs fp32: logits rel-L2 {rel:.3g}, loss {loss.item():.6g} "
+          f"vs {tensors['output.loss'].item():.6g}")
+    return {
+        "generator": mg.GENERATOR + " via tools/make_bf16_goldens.py",
+        "fp32_fixture": fixture.name,
+        "fp32_fixture_sha256": hashlib.sha256(fixture.read_bytes()).hexdigest(),
+        "emulation": "encoder nn.Linear: bf16(x) bf16(W)^T in float64 -> fp32 + b; backward bf16(dy)",
+        **extra,
+    }
+
+
+def write(dst: Path, out, meta) -> None:
+    mg.write(dst, out, meta)
+    print(f"sha256 {hashlib.sha256(dst.read_bytes()).hexdigest()}  {dst.name}")
+
+
 def make(fixture: Path):
     tensors, md = mg.load_fixture(fixture)
     config = BertConfig.from_dict(json.loads(md["config"]))
@@ -95,18 +115,7 @@ def make(fixture: Path):
     out.update(mg.step_tensors(losses, norms, lrs))
     for n, p in model.named_parameters():
         out[f"step3.{n}"] = p.detach().clone()
-
-    # How far bf16 is from fp32 on this fixture: the C++ test's tolerance must be well below.
-    rel = ((logits - tensors["output.logits"]).norm() / tensors["output.logits"].norm()).item()
-    print(f"[{fixture.name}] bf16 vs fp32: logits rel-L2 {rel:.3g}, loss {loss.item():.6g} "
-          f"vs {tensors['output.loss'].item():.6g}")
-    meta = {
-        "generator": mg.GENERATOR + " via tools/make_bf16_goldens.py",
-        "fp32_fixture": fixture.name,
-        "fp32_fixture_sha256": hashlib.sha256(fixture.read_bytes()).hexdigest(),
-        "emulation": "encoder nn.Linear: bf16(x) bf16(W)^T in float64 -> fp32 + b; backward bf16(dy)",
-    }
-    return out, meta
+    return out, separation_and_metadata(fixture, tensors, logits, loss)
 
 
 def make_minilm(fixture: Path, minilm_dir: str):
@@ -125,17 +134,8 @@ def make_minilm(fixture: Path, minilm_dir: str):
     for n, g in grads.items():
         out[f"grad_norm.{n}"] = mg.l2norm(g)
         out[f"grad_sample.{n}"] = mg.sample(g)
-    rel = ((logits - tensors["output.logits"]).norm() / tensors["output.logits"].norm()).item()
-    print(f"[{fixture.name}] bf16 vs fp32: logits rel-L2 {rel:.3g}, loss {loss.item():.6g} "
-          f"vs {tensors['output.loss'].item():.6g}")
-    meta = {
-        "generator": mg.GENERATOR + " via tools/make_bf16_goldens.py",
-        "fp32_fixture": fixture.name,
-        "fp32_fixture_sha256": hashlib.sha256(fixture.read_bytes()).hexdigest(),
-        "minilm_weights_sha256": md["minilm_weights_sha256"],
-        "emulation": "encoder nn.Linear: bf16(x) bf16(W)^T in float64 -> fp32 + b; backward bf16(dy)",
-    }
-    return out, meta
+    return out, separation_and_metadata(fixture, tensors, logits, loss,
+                                        minilm_weights_sha256=md["minilm_weights_sha256"])
 
 
 def main(argv=None):
@@ -147,15 +147,10 @@ def main(argv=None):
     mg.make_deterministic()
     for kind in ("cls", "reg"):
         src = args.fixtures / f"golden_tiny_{kind}.safetensors"
-        out, meta = make(src)
-        dst = args.fixtures / f"golden_tiny_{kind}_bf16.safetensors"
-        mg.write(dst, out, meta)
-        print(f"sha256 {hashlib.sha256(dst.read_bytes()).hexdigest()}  {dst.name}")
+        write(args.fixtures / f"golden_tiny_{kind}_bf16.safetensors", *make(src))
     if args.minilm_dir:
-        out, meta = make_minilm(args.fixtures / "golden_minilm_mrpc.safetensors", args.minilm_dir)
-        dst = args.fixtures / "golden_minilm_mrpc_bf16.safetensors"
-        mg.write(dst, out, meta)
-        print(f"sha256 {hashlib.sha256(dst.read_bytes()).hexdigest()}  {dst.name}")
+        write(args.fixtures / "golden_minilm_mrpc_bf16.safetensors",
+              *make_minilm(args.fixtures / "golden_minilm_mrpc.safetensors", args.minilm_dir))
 
 
 if __name__ == "__main__":
