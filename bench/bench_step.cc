@@ -63,8 +63,7 @@ int run(int argc, char** argv) {
   app.add_flag("--bf16", bf16, "bf16 encoder products (as cpuft train --bf16)");
   CLI11_PARSE(app, argc, argv);
 
-  CPUFT_REQUIRE(!bf16 || cpu_has_bf16_matmul(),
-                "--bf16 needs a CPU with AVX512_BF16 or AMX-BF16 instructions");
+  if (bf16) require_bf16_matmul("--bf16");
   enable_flush_denormals_all_threads();
   BertConfig config = load_bert_config(config_path);
   config.num_labels = 2;

@@ -345,6 +345,13 @@ bool cpu_has_bf16_matmul() {
   return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
 }
 
+void require_bf16_matmul(const char* flag, bool available) {
+  CPUFT_REQUIRE(available, flag,
+                " needs a CPU with AVX512_BF16 or AMX-BF16 instructions (without them bfloat16 "
+                "products run slower than fp32); this CPU has neither: run without ",
+                flag);
+}
+
 const char* onednn_version_string() {
   static const std::string text = [] {
     const dnnl_version_t* v = dnnl_version();

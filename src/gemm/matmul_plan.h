@@ -109,6 +109,9 @@ void strided_gemm(bool a_transposed, bool b_transposed, int64_t M, int64_t N, in
 // True when the CPU has AVX512_BF16 or AMX-BF16, the instructions oneDNN's bf16 matmul needs to
 // beat fp32; without them bf16 products are emulated and slower than fp32.
 bool cpu_has_bf16_matmul();
+// Throws cpuft::Error, one line naming `flag`, unless `available`: the one refusal of bf16 flags on
+// CPUs without bf16 instructions (train, predict, benches).
+void require_bf16_matmul(const char* flag, bool available = cpu_has_bf16_matmul());
 
 // oneDNN's version as "major.minor.patch (cpu runtime)", for `cpuft env` and bench reports.
 const char* onednn_version_string();

@@ -52,6 +52,10 @@ struct BertModel::State {
   // The head stays fp32: its products are (B, D) x (D, D) and smaller, a negligible share.
   LinearPlans pooler, classifier;
   std::unique_ptr<Bf16Weights> bf16_weights;  // bf16 models only
+  // Layer l's bf16 weights, or nullptr for an fp32 model.
+  const LayerBf16Weights* bf16_layer(size_t l) const {
+    return bf16_weights ? &bf16_weights->layer(l) : nullptr;
+  }
 
   AlignedBuffer<float> arena;
   AlignedBuffer<bf16> bf16_arena;  // bf16 models only: the rounded product inputs
@@ -141,7 +145,7 @@ struct BertModel::State {
 };
 
 BertModel::BertModel(const BertConfig& config, const ModelLimits& limits, MatmulPrecision precision)
-    : config_(config), limits_(limits), precision_(precision) {
+    : config_(config), limits_(limits) {
   CPUFT_REQUIRE(limits.max_tokens > 0 && limits.max_sequences > 0 && limits.max_seq_len > 0,
                 "model limits must be positive");
   CPUFT_REQUIRE(limits.max_seq_len <= config.max_position_embeddings, "max sequence length ",
@@ -174,15 +178,6 @@ namespace {
 RngKey dropout_key(const StepContext& ctx, uint32_t layer, uint32_t site) {
   return RngKey{ctx.seed, dropout_stream(ctx.step, ctx.rank, layer, site)};
 }
-
-}  // namespace
-
-// Layer l's bf16 weights, or nullptr for an fp32 model.
-const LayerBf16Weights* BertModel::bf16_layer(const State& s, size_t l) {
-  return s.bf16_weights ? &s.bf16_weights->layer(l) : nullptr;
-}
-
-namespace {
 
 EncoderDims encoder_dims(const BertConfig& c, bool training) {
   return EncoderDims{
@@ -244,8 +239,8 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
     const RngKey keys[3] = {dropout_key(context, layer, kAttentionProbs),
                             dropout_key(context, layer, kAttentionOutput),
                             dropout_key(context, layer, kFfnOutput)};
-    encoder_layer_forward(s.layers[l], x, p.layers[l], bf16_layer(s, l), s.plans, packed, dims,
-                          keys, s.scratch);
+    encoder_layer_forward(s.layers[l], x, p.layers[l], s.bf16_layer(l), s.plans, packed, dims, keys,
+                          s.scratch);
     x = s.layers[l].out;
   }
 
@@ -313,7 +308,7 @@ void BertModel::backward(const BertParams& p, const BertParams& g, GradListener*
     const float* x = l == 0 ? s.h0 : s.layers[l - 1].out;
     float* d_x = s.d_hidden[(s.layers.size() - l) % 2];
     encoder_layer_backward(d_x, d_out, x, s.layers[l], p.layers[l], g.layers[l],
-                           bf16_layer(s, static_cast<size_t>(l)), s.plans, packed, dims, keys,
+                           s.bf16_layer(static_cast<size_t>(l)), s.plans, packed, dims, keys,
                            s.scratch);
     ready(l);
     d_out = d_x;

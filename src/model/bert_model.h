@@ -54,7 +54,6 @@ class BertModel {
 
   // Rounds the encoder's linear weights into the bf16 copy; a no-op for fp32 models.
   void refresh_bf16_weights(const BertParams& params);
-  MatmulPrecision precision() const { return precision_; }
 
   // Runs the forward pass; returns the mean loss over the batch when `with_loss` (labels/targets
   // must be set), else 0. Logits stay available through logits() until the next forward.
@@ -71,10 +70,8 @@ class BertModel {
 
  private:
   struct State;
-  static const LayerBf16Weights* bf16_layer(const State& s, size_t l);
   BertConfig config_;
   ModelLimits limits_;
-  MatmulPrecision precision_;
   std::unique_ptr<State> state_;
 };
 

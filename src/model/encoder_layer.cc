@@ -33,11 +33,6 @@ Operand as_input(const float* x, bf16* storage, int64_t n) {
   return {x, storage};
 }
 
-// An input rounded earlier in this step (forward's copies, read again by backward_weights).
-Operand saved_input(const float* x, const bf16* rounded) {
-  return {x, rounded};
-}
-
 }  // namespace
 
 void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParams& p,
@@ -85,6 +80,7 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   const LayerWeights w = layer_weights(p, w_b);
   // Under bf16 one output gradient at a time is rounded into grad_b and read by both backward
   // products of its linear; each linear's block below rounds its own (overwriting the previous).
+  // backward_weights reads the forward's rounded copies of the inputs (x_b, ctx_b, h1_b, act_b).
   bf16* grad_b = w_b == nullptr ? nullptr : scratch.grad_b;
   float* d_s = scratch.nd[0];    // d_s2, later d_s1
   float* d_tmp = scratch.nd[1];  // gradient at a dropout output
@@ -100,8 +96,8 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
               k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], N * D));
   {
     const Operand d_y = as_input(d_tmp, grad_b, N * D);
-    CPUFT_TIMED("ffn_out.bwd_weights", plans.ffn_out.backward_weights(
-                                           g.ffn_out_w, d_y, saved_input(a.ffn_act, a.act_b), N));
+    CPUFT_TIMED("ffn_out.bwd_weights",
+                plans.ffn_out.backward_weights(g.ffn_out_w, d_y, Operand{a.ffn_act, a.act_b}, N));
     CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_out_b, d_tmp, N, D));
     CPUFT_TIMED("ffn_out.bwd_data", plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, N));
   }
@@ -111,7 +107,7 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   {
     const Operand d_y = as_input(d_ffn, grad_b, N * F);
     CPUFT_TIMED("ffn_in.bwd_weights",
-                plans.ffn_in.backward_weights(g.ffn_in_w, d_y, saved_input(a.h1, a.h1_b), N));
+                plans.ffn_in.backward_weights(g.ffn_in_w, d_y, Operand{a.h1, a.h1_b}, N));
     CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_in_b, d_ffn, N, F));
     CPUFT_TIMED("ffn_in.bwd_data", plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, N));
   }
@@ -127,7 +123,7 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   {
     const Operand d_y = as_input(d_tmp, grad_b, N * D);
     CPUFT_TIMED("attn_out.bwd_weights",
-                plans.attn_out.backward_weights(g.attn_out_w, d_y, saved_input(a.ctx, a.ctx_b), N));
+                plans.attn_out.backward_weights(g.attn_out_w, d_y, Operand{a.ctx, a.ctx_b}, N));
     CPUFT_TIMED("bias.bwd", k.bias_backward(g.attn_out_b, d_tmp, N, D));
     CPUFT_TIMED("attn_out.bwd_data", plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, N));
   }
@@ -139,8 +135,7 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   // undo: qkv = x Wqkv^T + bqkv
   {
     const Operand d_y = as_input(d_qkv, grad_b, N * 3 * D);
-    CPUFT_TIMED("qkv.bwd_weights",
-                plans.qkv.backward_weights(g.qkv_w, d_y, saved_input(x, a.x_b), N));
+    CPUFT_TIMED("qkv.bwd_weights", plans.qkv.backward_weights(g.qkv_w, d_y, Operand{x, a.x_b}, N));
     CPUFT_TIMED("bias.bwd", k.bias_backward(g.qkv_b, d_qkv, N, 3 * D));
     CPUFT_TIMED("qkv.bwd_data", plans.qkv.backward_data(d_x, d_y, w.qkv, N));
   }

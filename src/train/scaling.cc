@@ -212,8 +212,7 @@ ComputeProfile measure_compute(const BenchOptions& o, const BertConfig& config,
     }
     max_tokens = std::max(max_tokens, batch.num_tokens());
   }
-  CPUFT_REQUIRE(!o.bf16 || cpu_has_bf16_matmul(),
-                "--bf16 needs a CPU with AVX512_BF16 or AMX-BF16 instructions");
+  if (o.bf16) require_bf16_matmul("--bf16");
   BertModel model(config, ModelLimits{max_tokens, o.batch, longest},
                   o.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   model.refresh_bf16_weights(p);

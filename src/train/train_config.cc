@@ -223,9 +223,7 @@ void validate_train_config(const TrainConfig& c, bool cpu_has_bf16) {
           "--dist_backend must be auto, mpi, ccl or single");
   require(c.bucket_cap_mb > 0, "--bucket_cap_mb must be > 0");
   require(c.dist_timeout > 0, "--dist_timeout must be > 0");
-  require(!c.bf16 || cpu_has_bf16,
-          "--bf16 needs a CPU with AVX512_BF16 or AMX-BF16 instructions (without them bfloat16 "
-          "products run slower than fp32); this CPU has neither: run without --bf16");
+  if (c.bf16) require_bf16_matmul("--bf16", cpu_has_bf16);
 }
 
 }  // namespace cpuft

@@ -19,9 +19,9 @@
 #include <cstdio>
 
 #include "core/buffer.h"
+#include "golden/golden_model.h"
 #include "golden/golden_util.h"
 #include "golden/minilm_fixture.h"
-#include "golden/tiny_fixture.h"
 #include "io/bert_checkpoint.h"
 #include "model/bert_model.h"
 #include "model/bf16_weights.h"
@@ -196,7 +196,7 @@ TEST(Bf16GoldenMiniLm, RealWeightsOnMrpcPairs) {
   const float want_loss = ref.read_f32("output.loss")[0];
   EXPECT_NEAR(loss, want_loss, 1e-3 * want_loss);
   t.model.backward(t.p, t.g);
-  const double global_norm = t.fixture.read_f32("grad_norm.step0")[0];
+  const double global_norm = t.file.read_f32("grad_norm.step0")[0];
   for (const ParamSpec& spec : t.layout.specs()) {
     expect_close(
         t.grads.data() + spec.offset, spec.numel, ref.read_f32("grad_norm." + spec.name)[0],

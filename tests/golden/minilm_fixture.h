@@ -12,11 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/buffer.h"
+#include "golden/golden_model.h"
 #include "golden/golden_util.h"
-#include "io/bert_checkpoint.h"
-#include "model/bert_model.h"
-#include "model/param_layout.h"
 
 namespace cpuft::golden {
 
@@ -49,19 +46,11 @@ inline void expect_close(const float* x, int64_t numel, float ref_norm,
   EXPECT_LE(std::sqrt(diff), tolerance * ref_norm + floor) << what;
 }
 
-// The MiniLM weights plus the fixture's head in a flat buffer, the fixture's batch, and a model of
-// the requested precision. Check `ok` first (ASSERT_TRUE in the test): the weights may be missing.
-struct MiniLmGolden {
+// The MiniLM weights plus the fixture's head (init.*), the fixture's batch, and a model of the
+// requested precision. Check `ok` first (ASSERT_TRUE in the test): the weights may be missing.
+struct MiniLmGolden : GoldenModel {
   explicit MiniLmGolden(MatmulPrecision precision = MatmulPrecision::f32)
-      : fixture(SafetensorsFile::open(fixture_path("golden_minilm_mrpc.safetensors"))),
-        config(parse_bert_config(fixture.metadata().at("config"), fixture.label())),
-        layout(config),
-        params(static_cast<size_t>(layout.total_floats())),
-        grads(static_cast<size_t>(layout.total_floats())),
-        p(bind_params(layout, config, params.data())),
-        g(bind_params(layout, config, grads.data())),
-        batch(batch_from_fixture(fixture, config)),
-        model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), 128}, precision) {
+      : GoldenModel("golden_minilm_mrpc.safetensors", 128, precision) {
     const std::string dir = minilm_dir();
     ok = std::filesystem::exists(dir + "/model.safetensors");
     if (!ok) return;
@@ -69,21 +58,13 @@ struct MiniLmGolden {
                                                 layout, config, params.data());
     // The checkpoint is a bare BertModel: only the classifier head is new; take HF's draw of it.
     for (const std::string& name : report.initialised) {
-      ok = ok && fixture.find("init." + name) != nullptr;
-      EXPECT_NE(fixture.find("init." + name), nullptr) << name;
-      if (ok)
-        fixture.read_f32(*fixture.find("init." + name), params.data() + layout.at(name).offset);
+      ok = ok && file.find("init." + name) != nullptr;
+      EXPECT_NE(file.find("init." + name), nullptr) << name;
+      if (ok) file.read_f32(*file.find("init." + name), params.data() + layout.at(name).offset);
     }
     model.refresh_bf16_weights(p);  // a no-op for fp32
   }
 
-  SafetensorsFile fixture;
-  BertConfig config;
-  ParamLayout layout;
-  AlignedBuffer<float> params, grads;
-  BertParams p, g;
-  Batch batch;
-  BertModel model;
   bool ok = false;  // weights found and loaded
 };
 

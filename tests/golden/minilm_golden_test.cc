@@ -24,61 +24,53 @@ TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
   MiniLmGolden t;
   ASSERT_TRUE(t.ok) << "no all-MiniLM-L6-v2 weights in " << minilm_dir()
                     << ": run scripts/fetch_minilm.sh";
-  const SafetensorsFile& fixture = t.fixture;
-  const BertConfig& config = t.config;
-  const ParamLayout& layout = t.layout;
-  AlignedBuffer<float>& params = t.params;
-  AlignedBuffer<float>& grads = t.grads;
-  const BertParams& p = t.p;
-  const BertParams& g = t.g;
-  const Batch& batch = t.batch;
-  BertModel& model = t.model;
-
-  const float loss = model.forward(p, batch, StepContext{});
-  const std::vector<float> logits = fixture.read_f32("output.logits");
-  EXPECT_LE(relative_max(model.logits(), logits.data(), static_cast<int64_t>(logits.size())), 1e-5);
-  const float hf_loss = fixture.read_f32("output.loss")[0];
+  const float loss = t.model.forward(t.p, t.batch, StepContext{});
+  const std::vector<float> logits = t.file.read_f32("output.logits");
+  EXPECT_LE(relative_max(t.model.logits(), logits.data(), static_cast<int64_t>(logits.size())),
+            1e-5);
+  const float hf_loss = t.file.read_f32("output.loss")[0];
   EXPECT_NEAR(loss, hf_loss, 1e-5 * std::abs(hf_loss));
-  model.backward(p, g);
-  const double global_norm = fixture.read_f32("grad_norm.step0")[0];
-  const std::vector<std::string> zero = zero_true_grad(fixture);
-  EXPECT_EQ(zero.size(), static_cast<size_t>(config.num_hidden_layers));
-  for (const ParamSpec& spec : layout.specs()) {
-    const float* ours = grads.data() + spec.offset;
-    expect_close(ours, spec.numel, fixture.read_f32("grad_norm." + spec.name)[0],
-                 fixture.read_f32("grad_sample." + spec.name), kGradRelTolerance,
+  t.model.backward(t.p, t.g);
+  const double global_norm = t.file.read_f32("grad_norm.step0")[0];
+  const std::vector<std::string> zero = zero_true_grad(t.file);
+  EXPECT_EQ(zero.size(), static_cast<size_t>(t.config.num_hidden_layers));
+  for (const ParamSpec& spec : t.layout.specs()) {
+    const float* ours = t.grads.data() + spec.offset;
+    expect_close(ours, spec.numel, t.file.read_f32("grad_norm." + spec.name)[0],
+                 t.file.read_f32("grad_sample." + spec.name), kGradRelTolerance,
                  kGradFloorOfGlobalNorm * global_norm, "grad " + spec.name);
     if (contains(zero, spec.name)) {
       EXPECT_LE(l2(ours, spec.numel), kGradFloorOfGlobalNorm * global_norm) << spec.name;
     }
   }
 
-  const nlohmann::json hyper = metadata_json(fixture, "hyper");
-  AdamW adamw(layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
-                                   hyper.at("weight_decay")});
+  const nlohmann::json hyper = metadata_json(t.file, "hyper");
+  AdamW adamw(t.layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
+                                     hyper.at("weight_decay")});
   const LrSchedule schedule{ScheduleKind::linear, hyper.at("lr"), hyper.at("warmup_steps"),
                             hyper.at("total_steps")};
   for (int step = 0; step < 3; ++step) {
-    grads.zero();
-    const float step_loss = model.forward(p, batch, StepContext{42, static_cast<uint64_t>(step)});
-    model.backward(p, g);
+    t.grads.zero();
+    const float step_loss =
+        t.model.forward(t.p, t.batch, StepContext{42, static_cast<uint64_t>(step)});
+    t.model.backward(t.p, t.g);
     const double norm =
-        clip_grad_norm(grads.data(), layout.total_floats(), hyper.at("max_grad_norm"));
-    adamw.step(params.data(), grads.data(), schedule.lr(step));
-    EXPECT_NEAR(step_loss, fixture.read_f32(str("loss.step", step))[0], 1e-5 * std::abs(step_loss));
-    const float hf_norm = fixture.read_f32(str("grad_norm.step", step))[0];
+        clip_grad_norm(t.grads.data(), t.layout.total_floats(), hyper.at("max_grad_norm"));
+    adamw.step(t.params.data(), t.grads.data(), schedule.lr(step));
+    EXPECT_NEAR(step_loss, t.file.read_f32(str("loss.step", step))[0], 1e-5 * std::abs(step_loss));
+    const float hf_norm = t.file.read_f32(str("grad_norm.step", step))[0];
     EXPECT_NEAR(norm, hf_norm, 1e-4 * hf_norm) << "step " << step;
   }
   double lr_sum = 0;
   for (int step = 0; step < 3; ++step) lr_sum += schedule.lr(step);
-  for (const ParamSpec& spec : layout.specs()) {
-    const float* ours = params.data() + spec.offset;
+  for (const ParamSpec& spec : t.layout.specs()) {
+    const float* ours = t.params.data() + spec.offset;
     if (contains(zero, spec.name)) {
       // AdamW turns rounding noise into steps of up to ~lr (see tiny_golden_test.cc): our values
       // and HF's both stay within the summed lr of init.
       const std::vector<float> ours_s = samples(ours, spec.numel);
-      const std::vector<float> init_s = fixture.read_f32("init_sample." + spec.name);
-      const std::vector<float> hf_s = fixture.read_f32("step3_sample." + spec.name);
+      const std::vector<float> init_s = t.file.read_f32("init_sample." + spec.name);
+      const std::vector<float> hf_s = t.file.read_f32("step3_sample." + spec.name);
       for (size_t i = 0; i < 32; ++i) {
         EXPECT_LE(std::abs(ours_s[i] - init_s[i]), lr_sum) << spec.name;
         EXPECT_LE(std::abs(hf_s[i] - init_s[i]), lr_sum) << spec.name;
@@ -89,12 +81,12 @@ TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
     // here: balanced labels, near-zero logits): fp32 knows it only to `precision` relative, and
     // AdamW divides it by its own RMS, so its update carries that relative error whatever the
     // tensor's norm. Such tensors are compared on their update, at that precision.
-    const double grad_norm = fixture.read_f32("grad_norm." + spec.name)[0];
+    const double grad_norm = t.file.read_f32("grad_norm." + spec.name)[0];
     const double precision = kGradRelTolerance + kGradFloorOfGlobalNorm * global_norm / grad_norm;
     if (precision > 1e-3) {
       const std::vector<float> ours_s = samples(ours, spec.numel);
-      const std::vector<float> init_s = fixture.read_f32("init_sample." + spec.name);
-      const std::vector<float> hf_s = fixture.read_f32("step3_sample." + spec.name);
+      const std::vector<float> init_s = t.file.read_f32("init_sample." + spec.name);
+      const std::vector<float> hf_s = t.file.read_f32("step3_sample." + spec.name);
       double diff = 0, update = 0;
       for (size_t i = 0; i < 32; ++i) {
         diff += std::pow(static_cast<double>(ours_s[i]) - hf_s[i], 2);
@@ -104,8 +96,8 @@ TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
       EXPECT_LE(std::sqrt(diff), precision * std::sqrt(update)) << "step3 " << spec.name;
       continue;
     }
-    expect_close(ours, spec.numel, fixture.read_f32("step3_norm." + spec.name)[0],
-                 fixture.read_f32("step3_sample." + spec.name), 1e-5, 0.0, "step3 " + spec.name);
+    expect_close(ours, spec.numel, t.file.read_f32("step3_norm." + spec.name)[0],
+                 t.file.read_f32("step3_sample." + spec.name), 1e-5, 0.0, "step3 " + spec.name);
   }
 }
 

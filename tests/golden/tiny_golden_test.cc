@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "core/buffer.h"
+#include "golden/golden_model.h"
 #include "golden/golden_util.h"
-#include "golden/tiny_fixture.h"
 #include "io/bert_checkpoint.h"
 #include "model/bert_model.h"
 #include "model/param_layout.h"
