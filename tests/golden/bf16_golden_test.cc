@@ -97,23 +97,13 @@ void check_forward_and_gradients(const std::string& fp32_name, const std::string
 void check_three_adamw_steps(const std::string& fp32_name, const std::string& bf16_name) {
   SKIP_WITHOUT_BF16();
   Bf16Golden t(fp32_name, bf16_name);
-  const nlohmann::json hyper = metadata_json(t.file, "hyper");
-  AdamW adamw(t.layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
-                                     hyper.at("weight_decay")});
-  const LrSchedule schedule{ScheduleKind::linear, hyper.at("lr"), hyper.at("warmup_steps"),
-                            hyper.at("total_steps")};
+  const auto records = t.train_three_steps();  // refreshes the bf16 copy after every step
   for (int step = 0; step < 3; ++step) {
-    t.grads.zero();
-    const float loss = t.model.forward(t.p, t.batch, StepContext{42, static_cast<uint64_t>(step)});
-    t.model.backward(t.p, t.g);
-    const double norm = clip_grad_norm(t.grads.data(), t.layout.total_floats(),
-                                       hyper.at("max_grad_norm").get<double>());
-    adamw.step(t.params.data(), t.grads.data(), schedule.lr(step));
-    t.model.refresh_bf16_weights(t.p);
     const float want_loss = t.bf16_ref.read_f32(str("loss.step", step))[0];
     const float want_norm = t.bf16_ref.read_f32(str("grad_norm.step", step))[0];
-    EXPECT_NEAR(loss, want_loss, kBf16Tolerance * std::abs(want_loss)) << "step " << step;
-    EXPECT_NEAR(norm, want_norm, kBf16Tolerance * want_norm) << "step " << step;
+    EXPECT_NEAR(records[step].loss, want_loss, kBf16Tolerance * std::abs(want_loss))
+        << "step " << step;
+    EXPECT_NEAR(records[step].grad_norm, want_norm, kBf16Tolerance * want_norm) << "step " << step;
   }
   const std::vector<std::string> zero = zero_true_grad(t.file);
   for (const ParamSpec& spec : t.layout.specs()) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 
 #include "core/buffer.h"
@@ -13,6 +14,8 @@
 #include "io/bert_checkpoint.h"
 #include "model/bert_model.h"
 #include "model/param_layout.h"
+#include "optim/adamw.h"
+#include "optim/lr_schedule.h"
 
 namespace cpuft::golden {
 
@@ -29,6 +32,36 @@ struct GoldenModel {
         batch(batch_from_fixture(file, config)),
         model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), max_seq_len},
               precision) {}
+
+  struct StepRecord {
+    float loss;        // before the step's update
+    double grad_norm;  // pre-clip global norm
+  };
+  // The fixture's recipe (metadata "hyper", tests/fixtures/README.md): 3 Trainer-style steps on
+  // its batch (zero, forward, backward, clip, AdamW, and the bf16 weight refresh the trainer does).
+  std::array<StepRecord, 3> train_three_steps() {
+    const nlohmann::json hyper = metadata_json(file, "hyper");
+    AdamW adamw(layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
+                                     hyper.at("weight_decay")});
+    const LrSchedule schedule = lr_schedule();
+    std::array<StepRecord, 3> records{};
+    for (int step = 0; step < 3; ++step) {
+      grads.zero();
+      records[step].loss = model.forward(p, batch, StepContext{42, static_cast<uint64_t>(step)});
+      model.backward(p, g);
+      records[step].grad_norm =
+          clip_grad_norm(grads.data(), layout.total_floats(), max_grad_norm());
+      adamw.step(params.data(), grads.data(), schedule.lr(step));
+      model.refresh_bf16_weights(p);  // a no-op for fp32
+    }
+    return records;
+  }
+  LrSchedule lr_schedule() const {
+    const nlohmann::json hyper = metadata_json(file, "hyper");
+    return LrSchedule{ScheduleKind::linear, hyper.at("lr"), hyper.at("warmup_steps"),
+                      hyper.at("total_steps")};
+  }
+  double max_grad_norm() const { return metadata_json(file, "hyper").at("max_grad_norm"); }
 
   SafetensorsFile file;
   BertConfig config;

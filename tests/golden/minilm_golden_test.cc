@@ -44,25 +44,15 @@ TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
     }
   }
 
-  const nlohmann::json hyper = metadata_json(t.file, "hyper");
-  AdamW adamw(t.layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
-                                     hyper.at("weight_decay")});
-  const LrSchedule schedule{ScheduleKind::linear, hyper.at("lr"), hyper.at("warmup_steps"),
-                            hyper.at("total_steps")};
+  const auto records = t.train_three_steps();
   for (int step = 0; step < 3; ++step) {
-    t.grads.zero();
-    const float step_loss =
-        t.model.forward(t.p, t.batch, StepContext{42, static_cast<uint64_t>(step)});
-    t.model.backward(t.p, t.g);
-    const double norm =
-        clip_grad_norm(t.grads.data(), t.layout.total_floats(), hyper.at("max_grad_norm"));
-    adamw.step(t.params.data(), t.grads.data(), schedule.lr(step));
-    EXPECT_NEAR(step_loss, t.file.read_f32(str("loss.step", step))[0], 1e-5 * std::abs(step_loss));
+    const float hf_step_loss = t.file.read_f32(str("loss.step", step))[0];
+    EXPECT_NEAR(records[step].loss, hf_step_loss, 1e-5 * std::abs(hf_step_loss)) << "step " << step;
     const float hf_norm = t.file.read_f32(str("grad_norm.step", step))[0];
-    EXPECT_NEAR(norm, hf_norm, 1e-4 * hf_norm) << "step " << step;
+    EXPECT_NEAR(records[step].grad_norm, hf_norm, 1e-4 * hf_norm) << "step " << step;
   }
   double lr_sum = 0;
-  for (int step = 0; step < 3; ++step) lr_sum += schedule.lr(step);
+  for (int step = 0; step < 3; ++step) lr_sum += t.lr_schedule().lr(step);
   for (const ParamSpec& spec : t.layout.specs()) {
     const float* ours = t.params.data() + spec.offset;
     if (contains(zero, spec.name)) {

@@ -50,28 +50,18 @@ void check_forward_and_gradients(const std::string& fixture) {
 
 void check_three_adamw_steps(const std::string& fixture) {
   TinyGolden t(fixture);
-  const nlohmann::json hyper = metadata_json(t.file, "hyper");
-  AdamW adamw(t.layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
-                                     hyper.at("weight_decay")});
-  const LrSchedule schedule{ScheduleKind::linear, hyper.at("lr"), hyper.at("warmup_steps"),
-                            hyper.at("total_steps")};
-  const double max_grad_norm = hyper.at("max_grad_norm");
+  const auto records = t.train_three_steps();
   bool clipped = false;
   for (int step = 0; step < 3; ++step) {
-    t.grads.zero();
-    const float loss = t.model.forward(t.p, t.batch, StepContext{42, static_cast<uint64_t>(step)});
-    t.model.backward(t.p, t.g);
-    const double norm = clip_grad_norm(t.grads.data(), t.layout.total_floats(), max_grad_norm);
-    adamw.step(t.params.data(), t.grads.data(), schedule.lr(step));
     const float hf_loss = t.file.read_f32(str("loss.step", step))[0];
     const float hf_norm = t.file.read_f32(str("grad_norm.step", step))[0];
-    EXPECT_NEAR(loss, hf_loss, 1e-5 * std::abs(hf_loss)) << "step " << step;
-    EXPECT_NEAR(norm, hf_norm, 1e-4 * hf_norm) << "step " << step;
-    clipped = clipped || norm > max_grad_norm;
+    EXPECT_NEAR(records[step].loss, hf_loss, 1e-5 * std::abs(hf_loss)) << "step " << step;
+    EXPECT_NEAR(records[step].grad_norm, hf_norm, 1e-4 * hf_norm) << "step " << step;
+    clipped = clipped || records[step].grad_norm > t.max_grad_norm();
   }
   EXPECT_TRUE(clipped) << "the fixture should exercise gradient clipping";
   double lr_sum = 0;
-  for (int step = 0; step < 3; ++step) lr_sum += schedule.lr(step);
+  for (int step = 0; step < 3; ++step) lr_sum += t.lr_schedule().lr(step);
   const std::vector<std::string> zero = zero_true_grad(t.file);
   for (const ParamSpec& spec : t.layout.specs()) {
     const std::vector<float> hf = t.file.read_f32("step3." + spec.name);
