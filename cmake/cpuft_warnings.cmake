@@ -12,13 +12,19 @@ if(CPUFT_SANITIZE)
 endif()
 target_include_directories(cpuft_options INTERFACE ${PROJECT_SOURCE_DIR}/src)
 
+# Every test finds the repository's files through tests/test_paths.h.
+add_library(cpuft_test_paths INTERFACE)
+target_include_directories(cpuft_test_paths INTERFACE ${PROJECT_SOURCE_DIR}/tests)
+target_compile_definitions(cpuft_test_paths INTERFACE CPUFT_DEFAULT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
 # cpuft_test(NAME sources... LIBS libs... LABELS labels... ENV VAR=value)
 # A GoogleTest executable registered with CTest; each test case is one CTest test.
 include(GoogleTest)
 function(cpuft_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS;ENV" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} cpuft_options GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} cpuft_options cpuft_test_paths GTest::gtest
+                                        GTest::gtest_main)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()

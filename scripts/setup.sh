@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# Installs what cpuft needs to build and test on Debian 12 / Ubuntu 22.04+, skipping what is there.
-# Run as root (or with sudo available). Idempotent.
+# Installs what cpuft needs to build and test, skipping what is there. Checked on fresh Debian 12
+# (bookworm) and Debian 13 (trixie) machines by .ci/fresh_machine.sh. Run as root (or with sudo
+# available). Idempotent.
 set -euo pipefail
+
+if [ -r /etc/os-release ]; then
+  . /etc/os-release
+  case "${ID:-}:${VERSION_ID:-}" in
+    debian:12 | debian:13) ;;
+    *) echo "setup: ${PRETTY_NAME:-this system} is not one cpuft is tested on (Debian 12, 13); trying anyway" >&2 ;;
+  esac
+fi
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libdnnl-dev            # oneDNN: every GEMM (see docs/gemm.md for why this build)
+  libdnnl-dev            # oneDNN: every GEMM (Debian's: 2.6 on 12, 3.7 on 13; docs/gemm.md)
+  ocl-icd-opencl-dev     # Debian's oneDNN CMake config asks for OpenCL (a Recommends of libdnnl-dev)
   nlohmann-json3-dev     # config.json, safetensors headers
   libcli11-dev           # command line
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang clang-format libclang-rt-14-dev   # format check, libFuzzer smoke run
+  clang libclang-rt-dev  # libFuzzer smoke run (clang-format itself: scripts/fetch_clang_format.sh)
   openmpi-bin libopenmpi-dev iproute2    # src/dist: MPI communicator, mpirun tests, netns hosts
   libfabric1             # oneCCL's OFI transport (oneCCL itself: scripts/fetch_oneccl.sh, PyPI)
   mpich libmpich-dev     # the second MPI the dist tests run against (Open MPI stays the default)

@@ -5,7 +5,8 @@
 #   3. MPICH and Intel MPI builds: the distributed tests (label dist) against each
 #   4. ASan + UBSan build: the same tests as 2
 #   5. libFuzzer smoke run of the safetensors parser
-# Usage: scripts/test.sh [--quick]   (--quick: release build and tests only)
+# Usage: scripts/test.sh [--quick]   (--quick: format check, release build and tests only)
+# It ends with one block naming every skipped test and why (scripts/skipped_tests.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,14 +16,25 @@ quick=0
 scripts/setup.sh
 scripts/fetch_minilm.sh
 scripts/fetch_oneccl.sh   # the oneCCL communicator is built and tested when present
+clang_format=$(scripts/fetch_clang_format.sh | tail -n 1)
 
-echo "== format check"
-git ls-files '*.h' '*.cc' | xargs clang-format --dry-run -Werror
+# Each ctest run writes a JUnit report; the skipped tests of all of them are listed at the end.
+reports=()
+run_ctest() {  # run_ctest PRESET [ctest args...]
+  local report="$PWD/build/$1/ctest-junit.xml"
+  rm -f "$report"
+  reports+=("$report")
+  ctest --preset "$@" --output-junit "$report"
+}
+trap '((${#reports[@]})) && python3 scripts/skipped_tests.py "${reports[@]}"' EXIT
+
+echo "== format check ($("$clang_format" --version))"
+git ls-files '*.h' '*.cc' | xargs "$clang_format" --dry-run -Werror
 
 echo "== release build"
 cmake --preset release >/dev/null
 cmake --build --preset release
-ctest --preset release -j2
+run_ctest release -j2
 
 if [ "$quick" = 1 ]; then exit 0; fi
 
@@ -31,17 +43,17 @@ dist_targets=(dist_collectives_test dist_equivalence_test dist_failure_test)
 echo "== MPICH build (and without oneCCL): the distributed tests under MPICH and its Hydra launcher"
 cmake --preset mpich >/dev/null
 cmake --build --preset mpich --target "${dist_targets[@]}" dist_test
-ctest --preset mpich
+run_ctest mpich
 echo "== Intel MPI build: the distributed tests under Intel MPI (PyPI) and its Hydra launcher"
 scripts/fetch_intel_mpi.sh
 cmake --preset intelmpi >/dev/null
 cmake --build --preset intelmpi --target "${dist_targets[@]}"
-ctest --preset intelmpi
+run_ctest intelmpi
 
 echo "== ASan + UBSan build"
 cmake --preset asan-ubsan >/dev/null
 cmake --build --preset asan-ubsan
-ctest --preset asan-ubsan -j2
+run_ctest asan-ubsan -j2
 
 echo "== fuzz smoke run"
 cmake --preset fuzz >/dev/null

@@ -1,5 +1,5 @@
-// GLUE TSV and --*_file readers: every real GLUE file in shared/data/glue (row counts and label
-// splits from shared/data/PROVENANCE.md), hand-written fixtures for the tasks whose files are not
+// GLUE TSV and --*_file readers: every real GLUE file shipped in data/glue (row counts and label
+// splits as data/README.md lists them), hand-written fixtures for the tasks whose files are not
 // there (tests/fixtures/glue_formats), and the format traps, each on a tiny file written here.
 #include "data/data_reader.h"
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "test_paths.h"
 
 namespace cpuft {
 namespace {
@@ -21,25 +22,11 @@ namespace {
 namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;
 
-std::string source_dir() {
-  const char* root = std::getenv("CPUFT_SOURCE_DIR");
-  return root ? root : CPUFT_DEFAULT_SOURCE_DIR;
-}
+using cpuft::testing::glue_dir;
 
 std::string fixture_glue_dir() {
-  return source_dir() + "/tests/fixtures/glue_formats";
+  return cpuft::testing::fixture_path("glue_formats");
 }
-
-fs::path shared_glue_dir() {
-  const char* shared = std::getenv("CPUFT_SHARED_DIR");
-  return fs::path(shared ? shared : CPUFT_DEFAULT_SHARED_DIR) / "data" / "glue";
-}
-
-// The real-data tests must not pass by skipping: a missing data folder is a failure.
-#define REQUIRE_SHARED_GLUE()                           \
-  ASSERT_TRUE(fs::is_directory(shared_glue_dir()))      \
-      << "GLUE data not found at " << shared_glue_dir() \
-      << "; set CPUFT_SHARED_DIR to the folder holding data/glue (see shared/data/PROVENANCE.md)"
 
 // A fresh directory per test for the files the trap tests write.
 class TempDir {
@@ -97,7 +84,7 @@ std::map<int32_t, int64_t> label_counts(const Dataset& d) {
 // ---- real GLUE files ------------------------------------------------------------------------
 
 // Known GLUE row counts, for every file the standard download has (PROVENANCE.md and the GLUE
-// paper). Files not in shared/data are checked whenever they appear.
+// paper). Files not shipped in data/glue are checked whenever they appear.
 const std::map<std::string, size_t>& known_rows() {
   static const std::map<std::string, size_t> rows = {
       {"CoLA/train.tsv", 8551},       {"CoLA/dev.tsv", 1043},
@@ -123,7 +110,7 @@ const std::map<std::string, size_t>& known_rows() {
 const std::map<std::string, Dataset>& all_present_glue_files() {
   static const std::map<std::string, Dataset> read = [] {
     std::map<std::string, Dataset> out;
-    const std::string dir = shared_glue_dir().string();
+    const std::string dir = glue_dir();
     for (const GlueTask& task : glue_tasks()) {
       for (Split s : {Split::train, Split::dev, Split::test}) {
         const SplitFormat& f = task.split(s);
@@ -140,13 +127,12 @@ const std::map<std::string, Dataset>& all_present_glue_files() {
 }
 
 TEST(GlueRealData, EveryPresentFileReadsWithKnownRowCount) {
-  REQUIRE_SHARED_GLUE();
   const auto& files = all_present_glue_files();
   // The files PROVENANCE.md lists must all be there.
   for (const char* folder : {"CoLA", "SST-2", "MRPC", "RTE", "STS-B"}) {
     for (const char* file : {"train.tsv", "dev.tsv", "test.tsv"}) {
       EXPECT_TRUE(files.count(std::string(folder) + "/" + file))
-          << folder << "/" << file << " missing under " << shared_glue_dir();
+          << folder << "/" << file << " missing under " << glue_dir();
     }
   }
   for (const auto& [key, data] : files) {
@@ -168,7 +154,6 @@ TEST(GlueRealData, EveryPresentFileReadsWithKnownRowCount) {
 }
 
 TEST(GlueRealData, LabelSplitsMatchProvenance) {
-  REQUIRE_SHARED_GLUE();
   const auto& files = all_present_glue_files();
   // {label id: count}; ids follow the task's label order (e.g. CoLA 1 = acceptable).
   const std::map<std::string, std::map<int32_t, int64_t>> expected = {
@@ -187,7 +172,6 @@ TEST(GlueRealData, LabelSplitsMatchProvenance) {
 }
 
 TEST(GlueRealData, StsbScoresSpanZeroToFive) {
-  REQUIRE_SHARED_GLUE();
   const Dataset& train = all_present_glue_files().at("STS-B/train.tsv");
   float lo = 10, hi = -10;
   for (const Example& ex : train.examples) {
@@ -203,7 +187,6 @@ TEST(GlueRealData, StsbScoresSpanZeroToFive) {
 }
 
 TEST(GlueRealData, KnownRows) {
-  REQUIRE_SHARED_GLUE();
   const auto& files = all_present_glue_files();
   // MRPC train starts with a BOM before "Quality"; its first row follows the header.
   const Example& mrpc = files.at("MRPC/train.tsv").examples[0];
@@ -222,7 +205,7 @@ TEST(GlueRealData, KnownRows) {
   EXPECT_EQ(files.at("CoLA/test.tsv").examples[0].text_a, "Bill whistled past the house.");
 }
 
-// ---- fixtures for the tasks whose files are not in shared/data ------------------------------
+// ---- fixtures for the tasks whose files are not in data/glue -------------------------------
 
 TEST(GlueFixtures, Qqp) {
   const GlueTask& qqp = glue_task("qqp");

@@ -16,18 +16,18 @@
 
 #include "core/check.h"
 #include "data/data_reader.h"
+#include "test_paths.h"
 
 namespace cpuft {
 namespace {
 
-std::string fixture_path() {
-  const char* root = std::getenv("CPUFT_SOURCE_DIR");
-  return std::string(root ? root : CPUFT_DEFAULT_SOURCE_DIR) + "/tests/fixtures/metrics_cases.json";
+std::string cases_path() {
+  return cpuft::testing::fixture_path("metrics_cases.json");
 }
 
 nlohmann::json load_cases() {
-  std::ifstream in(fixture_path());
-  if (!in) throw Error(str(fixture_path(), ": cannot open"));
+  std::ifstream in(cases_path());
+  if (!in) throw Error(str(cases_path(), ": cannot open"));
   return nlohmann::json::parse(in);
 }
 

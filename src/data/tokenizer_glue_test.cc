@@ -1,4 +1,4 @@
-// Slow: every sentence of every GLUE TSV in the shared data, tokenized with the bert-base uncased
+// Slow: every sentence of every GLUE TSV shipped in data/glue, tokenized with the bert-base uncased
 // and cased settings, must give Hugging Face's ids. HF's ids are summarized by
 // tests/fixtures/tokenizer_glue_digest.json (tools/make_tokenizer_fixture.py): one FNV-1a 64 hash
 // per file and setting, and one per 1000-row block so that a failure names the rows.
@@ -20,9 +20,10 @@ namespace cpuft {
 namespace {
 
 using json = nlohmann::json;
-using cpuft::testing::shared_data_present;
-using cpuft::testing::shared_dir;
+using cpuft::testing::glue_dir;
+using cpuft::testing::minilm_dir;
 using cpuft::testing::source_dir;
+using cpuft::testing::vocab_path;
 
 constexpr uint64_t kFnvOffset = 0xCBF29CE484222325ull, kFnvPrime = 0x100000001B3ull;
 constexpr uint32_t kSepText = 0xFFFFFFFF, kSepIds = 0xFFFFFFFE, kSepTypes = 0xFFFFFFFD;
@@ -87,15 +88,13 @@ std::vector<std::vector<std::string>> read_rows(const std::string& path, bool he
 }
 
 TEST(TokenizerGlue, EveryGlueSentenceMatchesHF) {
-  ASSERT_TRUE(shared_data_present());
   const json digest =
       json::parse(read_all(source_dir() + "/tests/fixtures/tokenizer_glue_digest.json"));
   const int max_length = digest.at("max_length");
   const size_t block_rows = digest.at("block_rows");
-  const std::string vocab_dir = shared_dir() + "/data/vocab/";
   auto load = [&](const char* file, bool lower) {
     std::vector<std::string> vocab;
-    std::ifstream in(vocab_dir + file);
+    std::ifstream in(vocab_path(file));
     for (std::string line; std::getline(in, line);) vocab.push_back(line);
     TokenizerOptions opt;
     opt.do_lower_case = lower;
@@ -108,7 +107,7 @@ TEST(TokenizerGlue, EveryGlueSentenceMatchesHF) {
   size_t n_files = 0;
   for (const json& file : digest.at("files")) {
     const std::string rel = file.at("path");
-    const std::string path = shared_dir() + "/data/" + rel;
+    const std::string path = source_dir() + "/data/" + rel;
     const auto rows = read_rows(path, file.at("header"), file.at("columns"));
     ASSERT_EQ(rows.size(), file.at("rows").get<size_t>()) << path;
     ++n_files;
@@ -164,12 +163,10 @@ TEST(TokenizerGlue, EveryGlueSentenceMatchesHF) {
 // Every Unicode code point through the whole pipeline (normalizer, pre-tokenizer, WordPiece),
 // against HF's per-block digests: this is what checks the generated character tables.
 TEST(TokenizerGlue, EveryCodePointMatchesHF) {
-  ASSERT_TRUE(shared_data_present());
   const json digest =
       json::parse(read_all(source_dir() + "/tests/fixtures/tokenizer_glue_digest.json"));
   const json& cp = digest.at("codepoints");
   const char32_t block = cp.at("block").get<char32_t>();
-  const std::string vocab_dir = shared_dir() + "/data/vocab/";
   for (const auto& [name, want] : cp.at("configs").items()) {
     TokenizerOptions opt;
     std::string vocab_file = "bert-base-uncased-vocab.txt";
@@ -182,7 +179,7 @@ TEST(TokenizerGlue, EveryCodePointMatchesHF) {
       ASSERT_EQ(name, "uncased");
     }
     std::vector<std::string> vocab;
-    std::ifstream in(vocab_dir + vocab_file);
+    std::ifstream in(vocab_path(vocab_file));
     for (std::string line; std::getline(in, line);) vocab.push_back(line);
     const WordPieceTokenizer tok(std::move(vocab), opt);
     const auto want_blocks = want.at("block_hashes").get<std::vector<std::string>>();
@@ -215,10 +212,8 @@ TEST(TokenizerGlue, EveryCodePointMatchesHF) {
 
 // Tokenizing speed on MRPC train, one thread: words (whitespace-separated) and tokens per second.
 TEST(TokenizerGlue, SpeedMrpcTrain) {
-  ASSERT_TRUE(shared_data_present());
-  const auto rows = read_rows(shared_dir() + "/data/glue/MRPC/train.tsv", true, {3, 4});
-  const WordPieceTokenizer tok =
-      WordPieceTokenizer::from_folder(shared_dir() + "/data/models/all-MiniLM-L6-v2");
+  const auto rows = read_rows(glue_dir() + "/MRPC/train.tsv", true, {3, 4});
+  const WordPieceTokenizer tok = WordPieceTokenizer::from_folder(minilm_dir());
   size_t words = 0;
   for (const auto& r : rows) {
     for (const std::string& t : r) {

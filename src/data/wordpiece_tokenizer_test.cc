@@ -18,9 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using cpuft::testing::shared_data_present;
-using cpuft::testing::shared_dir;
+using cpuft::testing::minilm_dir;
 using cpuft::testing::source_dir;
+using cpuft::testing::vocab_path;
 
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
@@ -246,7 +246,7 @@ const Fixture& hf_fixture() {
       json c = json::parse(line);
       const std::string name = c.at("config");
       if (!f.tokenizers.contains(name)) {
-        const std::string vocab = shared_dir() + "/data/vocab/" + c.at("vocab").get<std::string>();
+        const std::string vocab = vocab_path(c.at("vocab").get<std::string>());
         f.tokenizers.emplace(name, WordPieceTokenizer(read_lines(vocab), options_of(c)));
       }
       f.cases.push_back(std::move(c));
@@ -287,15 +287,13 @@ void expect_hf_ids(const WordPieceTokenizer* t, const std::string& config, size_
 }
 
 TEST(WordPieceVsHF, HardCases) {
-  ASSERT_TRUE(shared_data_present());
   size_t n = 0;
   expect_hf_ids(nullptr, "", &n);
   EXPECT_GT(n, 500u);
 }
 
 TEST(WordPieceVsHF, FromFolderMiniLM) {
-  ASSERT_TRUE(shared_data_present());
-  const std::string dir = shared_dir() + "/data/models/all-MiniLM-L6-v2";
+  const std::string dir = minilm_dir();
   const WordPieceTokenizer t = WordPieceTokenizer::from_folder(dir);
   EXPECT_EQ(t.vocab_size(), 30522);
   EXPECT_TRUE(t.options().do_lower_case);
@@ -318,7 +316,6 @@ TEST(WordPieceVsHF, FromFolderMiniLM) {
 }
 
 TEST(WordPieceVsHF, SaveThenFromFolderRoundTrips) {
-  ASSERT_TRUE(shared_data_present());
   for (const std::string name : {"uncased", "cased", "uncased_keep_accents", "uncased_no_cjk"}) {
     const WordPieceTokenizer& t = hf_fixture().tokenizers.at(name);
     TempDir tmp;

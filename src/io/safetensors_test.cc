@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "test_paths.h"
 
 namespace cpuft {
 namespace {
@@ -345,9 +346,7 @@ TEST(SafetensorsRead, UnknownTensorName) {
 
 TEST(SafetensorsRead, FuzzSeedCorpus) {
   // The committed fuzz seeds: valid_* parse and read, bad_* are rejected.
-  const char* root = std::getenv("CPUFT_SOURCE_DIR");
-  if (root == nullptr) GTEST_SKIP() << "CPUFT_SOURCE_DIR not set";
-  const fs::path dir = fs::path(root) / "tests/fixtures/fuzz_safetensors_corpus";
+  const fs::path dir = cpuft::testing::fixture_path("fuzz_safetensors_corpus");
   int valid = 0, bad = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();

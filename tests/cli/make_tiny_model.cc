@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "io/safetensors.h"
+#include "test_paths.h"
 
 namespace fs = std::filesystem;
 
@@ -35,8 +36,8 @@ int main(int argc, char** argv) {
       else
         throw cpuft::Error("unknown argument " + arg);
     }
-    const cpuft::SafetensorsFile fixture = cpuft::SafetensorsFile::open(
-        std::string(CPUFT_DEFAULT_SOURCE_DIR) + "/tests/fixtures/golden_tiny_cls.safetensors");
+    const cpuft::SafetensorsFile fixture =
+        cpuft::SafetensorsFile::open(cpuft::testing::fixture_path("golden_tiny_cls.safetensors"));
     fs::create_directories(out);
 
     nlohmann::json config = nlohmann::json::parse(fixture.metadata().at("config"));

@@ -15,15 +15,11 @@
 #include "io/safetensors.h"
 #include "model/batch.h"
 #include "model/bert_config.h"
+#include "test_paths.h"
 
 namespace cpuft::golden {
 
-inline std::string fixture_path(const std::string& name) {
-  const char* root = std::getenv("CPUFT_SOURCE_DIR");
-  return (std::filesystem::path(root ? root : CPUFT_DEFAULT_SOURCE_DIR) / "tests" / "fixtures" /
-          name)
-      .string();
-}
+using cpuft::testing::fixture_path;
 
 // Packs the fixture's padded batch (padding only at the end of each row) into a Batch.
 inline Batch batch_from_fixture(const SafetensorsFile& file, const BertConfig& config) {

@@ -17,11 +17,7 @@
 
 namespace cpuft::golden {
 
-inline std::string minilm_dir() {
-  if (const char* dir = std::getenv("CPUFT_MINILM_DIR")) return dir;
-  const char* home = std::getenv("HOME");
-  return str(home ? home : "/root", "/.cache/cpuft/models/all-MiniLM-L6-v2");
-}
+using cpuft::testing::minilm_dir;
 
 // Index i of the 32 samples: round(i * (numel - 1) / 31), as tools/make_goldens.py takes them
 // (31 is odd, so there are no ties and integer rounding is exact).
