@@ -40,6 +40,11 @@ unmount_all() {
     while read -r m; do umount -l "$m" 2>/dev/null || true; done
 }
 unmount_all
+# Never delete through a bind mount (that would delete the host's /dev or /sys).
+if awk -v r="$root" '$2 == r || index($2, r "/") == 1 {found = 1} END {exit !found}' /proc/mounts; then
+  echo "fresh_machine: mounts remain under $root; not deleting it" >&2
+  exit 1
+fi
 rm -rf "$root"
 mkdir -p "$root"
 tar -C "$root" -xzf "$tgz"
@@ -48,6 +53,11 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
 cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
 [ -f /etc/pip.conf ] && cp /etc/pip.conf "$root/etc/pip.conf"
+# apt sources: this machine's own when it runs the same suite (updates and security included), else
+# debootstrap's (the suite's main archive on the same mirror).
+if [ "$suite" = "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" ] && [ -d /etc/apt/sources.list.d ]; then
+  cp -a /etc/apt/sources.list.d/. "$root/etc/apt/sources.list.d/" && rm -f "$root/etc/apt/sources.list"
+fi
 passenv=()
 for v in PIP_INDEX_URL PIP_CERT PIP_DEFAULT_TIMEOUT PIP_DISABLE_PIP_VERSION_CHECK SSL_CERT_FILE \
          SSL_CERT_DIR REQUESTS_CA_BUNDLE CURL_CA_BUNDLE OPENBLAS_CORETYPE OPENBLAS_L2_SIZE; do

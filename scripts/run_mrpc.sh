@@ -24,4 +24,10 @@ build/release/apps/cpuft train \
 
 echo
 echo "== dev-set results ($out/eval_results.json)"
-cat "$out/eval_results.json"
+python3 - "$out/eval_results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"MRPC dev: accuracy {100 * r['eval_accuracy']:.2f}  F1 {100 * r['eval_f1']:.2f}"
+      f"  ({r['eval_samples']} pairs)")
+PY
+echo "fine-tuned model (loads in transformers): $out"

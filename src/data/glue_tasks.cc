@@ -164,7 +164,7 @@ const std::vector<GlueTask>& glue_tasks() {
   return tasks;
 }
 
-const GlueTask& glue_task(const std::string& name) {
+const GlueTask& glue_task(std::string_view name) {
   std::string valid;
   for (const GlueTask& task : glue_tasks()) {
     if (task.name == name) return task;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cpuft {
@@ -53,6 +54,6 @@ struct GlueTask {
 const std::vector<GlueTask>& glue_tasks();
 
 // The task called `name`; an unknown name throws Error listing the valid names.
-const GlueTask& glue_task(const std::string& name);
+const GlueTask& glue_task(std::string_view name);
 
 }  // namespace cpuft

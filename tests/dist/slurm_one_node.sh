@@ -4,7 +4,8 @@
 # Runs COMMAND (typically `srun -n 2 --mpi=pmix PROGRAM`) against a real one-node Slurm cluster
 # made for the occasion: munged, slurmctld and slurmd from Debian's packages, every file in a
 # temporary folder (its own munge key and socket, slurm.conf with this host as the only node,
-# spool and state dirs, ports 16817/16818), SLURM_CONF exported for COMMAND. The daemons are
+# spool and state dirs, ports 16817/16818 on 127.0.0.1, so the host name need not resolve),
+# SLURM_CONF exported for COMMAND. The daemons are
 # stopped and the folder removed on exit, whatever happens.
 #
 # Exit status: COMMAND's; 77 (CTest SKIP) when the Slurm or munge programs are not installed or
@@ -42,7 +43,7 @@ pids+=("$(cat "$work/munge/munged.pid")")
 
 cat > "$work/slurm.conf" <<EOF
 ClusterName=cpuft
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=16817
 SlurmdPort=16818
 SlurmUser=root
@@ -62,7 +63,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none
 ReturnToService=2
-NodeName=$host CPUs=$cpus State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
 export SLURM_CONF=$work/slurm.conf
@@ -81,7 +82,7 @@ for i in $(seq 100); do
 done
 if [ "$state" != "idle" ]; then
   echo "slurm_one_node: FAILED: node state '$state' after 20 s"
-  tail -5 "$work/slurmctld.log" "$work/slurmd.log"
+  tail -n 5 "$work/slurmctld.log" "$work/slurmd.log"
   exit 1
 fi
 echo "slurm_one_node: cluster up ($host, $cpus CPUs)"
