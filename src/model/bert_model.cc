@@ -45,7 +45,7 @@ struct BertModel::State {
               LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size, precision)},
         pooler(limits.max_sequences, c.hidden_size, c.hidden_size),
         classifier(limits.max_sequences, c.hidden_size, c.num_labels) {
-    if (precision == MatmulPrecision::bf16) bf16_weights = std::make_unique<Bf16Weights>(c);
+    if (precision == MatmulPrecision::bf16) bf16_weights = std::make_unique<Bf16Weights>(ParamLayout(c));
   }
 
   EncoderPlans plans;

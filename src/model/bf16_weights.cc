@@ -1,25 +1,51 @@
 #include "model/bf16_weights.h"
 
 #include "kernels/kernels.h"
+#include "model/param_table.h"
 
 namespace cpuft {
 
-Bf16Weights::Bf16Weights(const BertConfig& c)
-    : D_(c.hidden_size),
-      F_(c.intermediate_size),
-      storage_(static_cast<size_t>(c.num_hidden_layers * (4 * D_ * D_ + 2 * D_ * F_))) {
+namespace {
+
+// The copies of one layer, read off layer 0 of the layout: each matrix with a bf16 view, together
+// with the tensors packed after it.
+template <typename Copy>
+std::vector<Copy> layer_copies(const ParamLayout& layout) {
+  const std::string prefix = layer_prefix(layout.tables(), 0);
+  std::vector<Copy> copies;
+  bool in_copy = false;  // the previous entry belongs to the last copy
+  for (const auto& e : layout.tables().layer) {
+    const int64_t numel = layout.at(prefix + e.name).numel;
+    if (e.bf16_view != nullptr) {
+      copies.push_back(Copy{e.view, e.bf16_view, numel});
+      in_copy = true;
+    } else if (e.packed_with_previous && in_copy) {
+      copies.back().numel += numel;
+    } else {
+      in_copy = false;
+    }
+  }
+  return copies;
+}
+
+int64_t floats_per_layer(const auto& copies) {
+  int64_t n = 0;
+  for (const auto& c : copies) n += c.numel;
+  return n;
+}
+
+}  // namespace
+
+Bf16Weights::Bf16Weights(const ParamLayout& layout)
+    : copies_(layer_copies<Copy>(layout)),
+      storage_(static_cast<size_t>(floats_per_layer(copies_) * layout.layer_count())) {
   bf16* next = storage_.data();
-  auto take = [&next](int64_t n) {
-    bf16* p = next;
-    next += n;
-    return p;
-  };
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+  for (int64_t l = 0; l < layout.layer_count(); ++l) {
     LayerBf16Weights w{};
-    w.qkv_w = take(3 * D_ * D_);
-    w.attn_out_w = take(D_ * D_);
-    w.ffn_in_w = take(F_ * D_);
-    w.ffn_out_w = take(D_ * F_);
+    for (const Copy& c : copies_) {
+      w.*c.to = next;
+      next += c.numel;
+    }
     layers_.push_back(w);
   }
 }
@@ -27,12 +53,7 @@ Bf16Weights::Bf16Weights(const BertConfig& c)
 void Bf16Weights::refresh(const BertParams& p) {
   const KernelTable& k = kernels();
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const LayerParams& f = p.layers[l];
-    const LayerBf16Weights& b = layers_[l];
-    k.round_to_bf16(b.qkv_w, f.qkv_w, 3 * D_ * D_);
-    k.round_to_bf16(b.attn_out_w, f.attn_out_w, D_ * D_);
-    k.round_to_bf16(b.ffn_in_w, f.ffn_in_w, F_ * D_);
-    k.round_to_bf16(b.ffn_out_w, f.ffn_out_w, D_ * F_);
+    for (const Copy& c : copies_) k.round_to_bf16(layers_[l].*c.to, p.layers[l].*c.from, c.numel);
   }
   source_ = p.word_emb;
 }

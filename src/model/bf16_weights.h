@@ -13,6 +13,7 @@
 #include "core/buffer.h"
 #include "model/bert_config.h"
 #include "model/bert_params.h"
+#include "model/param_layout.h"
 
 namespace cpuft {
 
@@ -25,7 +26,9 @@ struct LayerBf16Weights {
 
 class Bf16Weights {
  public:
-  explicit Bf16Weights(const BertConfig& config);
+  // One copy of every encoder-layer matrix of `layout`'s tables (ParamKind::matrix with a
+  // bf16_view; a packed group, such as QKV, is one copy).
+  explicit Bf16Weights(const ParamLayout& layout);
 
   // Rounds every encoder linear weight of `params` (nearest, ties to even).
   void refresh(const BertParams& params);
@@ -37,7 +40,13 @@ class Bf16Weights {
   const LayerBf16Weights& layer(size_t l) const { return layers_[l]; }
 
  private:
-  int64_t D_, F_;
+  // One rounded group of a layer: the fp32 view, its bf16 copy and the floats they cover.
+  struct Copy {
+    float* LayerParams::*from;
+    bf16* LayerBf16Weights::*to;
+    int64_t numel;
+  };
+  std::vector<Copy> copies_;
   AlignedBuffer<bf16> storage_;
   std::vector<LayerBf16Weights> layers_;
   const float* source_ = nullptr;

@@ -1,10 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
 #include <set>
+#include <vector>
 
 #include "core/check.h"
 #include "model/bert_config.h"
 #include "model/bert_params.h"
+#include "model/bf16_weights.h"
 #include "model/param_layout.h"
 
 namespace cpuft {
@@ -144,6 +149,42 @@ TEST(CanonicalName, AcceptsBothNamingSchemesAndOldLayerNorm) {
   EXPECT_EQ(canonical_param_name("classifier.bias"), "classifier.bias");
   EXPECT_EQ(canonical_param_name("embeddings.position_ids"), "");
   EXPECT_EQ(canonical_param_name("cls.predictions.bias"), "");
+}
+
+// The tables bind every member of the view structs (each is a struct of pointers only, so a
+// member the tables forget stays null), and every encoder matrix gets a bf16 copy.
+TEST(ParamTables, BindEveryViewMemberAndCopyEveryEncoderMatrix) {
+  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+  const ParamLayout layout(c);
+  std::vector<float> buffer(static_cast<size_t>(layout.total_floats()));
+  const BertParams p = bind_params(layout, c, buffer.data());
+  auto all_bound = [](const auto& views) {
+    static_assert(sizeof(views) % sizeof(float*) == 0);
+    std::array<const void*, sizeof(views) / sizeof(float*)> members{};
+    std::memcpy(members.data(), &views, sizeof(views));
+    return std::find(members.begin(), members.end(), nullptr) == members.end();
+  };
+  ASSERT_EQ(p.layers.size(), 2u);
+  for (const LayerParams& lp : p.layers) EXPECT_TRUE(all_bound(lp));
+  EXPECT_TRUE(p.word_emb && p.pos_emb && p.type_emb && p.emb_ln_w && p.emb_ln_b && p.pooler_w &&
+              p.pooler_b && p.cls_w && p.cls_b);
+  const Bf16Weights copies(layout);
+  for (size_t l = 0; l < p.layers.size(); ++l) EXPECT_TRUE(all_bound(copies.layer(l)));
+  // QKV is one packed copy: (3D, D), directly followed by the attention output's (D, D).
+  const int64_t D = c.hidden_size;
+  EXPECT_EQ(copies.layer(0).attn_out_w, copies.layer(0).qkv_w + 3 * D * D);
+
+  // init_random_weights goes by kind: norm weights 1, biases and norm biases 0.
+  init_random_weights(layout, buffer.data(), 0.02f, 7);
+  for (const ParamSpec& spec : layout.specs()) {
+    const float first = buffer[static_cast<size_t>(spec.offset)];
+    if (spec.kind == ParamKind::norm_weight) {
+      EXPECT_EQ(first, 1.0f) << spec.name;
+    } else if (spec.kind == ParamKind::bias || spec.kind == ParamKind::norm_bias) {
+      EXPECT_EQ(first, 0.0f) << spec.name;
+    }
+    EXPECT_EQ(spec.decays, spec.kind == ParamKind::matrix || spec.kind == ParamKind::embedding);
+  }
 }
 
 }  // namespace

@@ -14,61 +14,41 @@ int classifier_layer(const BertConfig& config) {
 namespace {
 
 // Tensors start on 64-byte boundaries (16 floats) so that vector loads of a row start aligned,
-// except where `packed_with_previous` asks for adjacency (QKV).
+// except where an entry is packed with the previous one (QKV).
 constexpr int64_t kAlignFloats = 16;
 
-bool is_decayed(const std::string& name) {
-  // HF Trainer: no weight decay for biases and LayerNorm parameters.
-  const bool bias = name.ends_with(".bias");
-  const bool layer_norm = name.find("LayerNorm.") != std::string::npos;
-  return !bias && !layer_norm;
+int64_t align(int64_t floats) {
+  return (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
 }
 
 }  // namespace
 
-ParamLayout::ParamLayout(const BertConfig& c) {
-  const int64_t D = c.hidden_size, F = c.intermediate_size;
-  int64_t cursor = 0;
-  auto add = [&](std::string name, std::vector<int64_t> shape, int layer,
-                 bool packed_with_previous = false) {
-    if (!packed_with_previous) cursor = (cursor + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
-    const bool decays = is_decayed(name);
-    specs_.push_back(ParamSpec{std::move(name), std::move(shape), cursor, numel, layer, decays});
-    cursor += numel;
-  };
+std::string layer_prefix(const FamilyParamTables& tables, int64_t layer) {
+  std::string prefix = tables.layer_prefix;
+  const size_t at = prefix.find("{}");
+  CPUFT_CHECK(at != std::string::npos, "layer prefix without {}: ", prefix);
+  return prefix.replace(at, 2, std::to_string(layer));
+}
 
-  add("bert.embeddings.word_embeddings.weight", {c.vocab_size, D}, kEmbeddingsLayer);
-  add("bert.embeddings.position_embeddings.weight", {c.max_position_embeddings, D},
-      kEmbeddingsLayer);
-  add("bert.embeddings.token_type_embeddings.weight", {c.type_vocab_size, D}, kEmbeddingsLayer);
-  add("bert.embeddings.LayerNorm.weight", {D}, kEmbeddingsLayer);
-  add("bert.embeddings.LayerNorm.bias", {D}, kEmbeddingsLayer);
-  for (int l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = str("bert.encoder.layer.", l, ".");
-    add(p + "attention.self.query.weight", {D, D}, l);
-    add(p + "attention.self.key.weight", {D, D}, l, true);
-    add(p + "attention.self.value.weight", {D, D}, l, true);
-    add(p + "attention.self.query.bias", {D}, l);
-    add(p + "attention.self.key.bias", {D}, l, true);
-    add(p + "attention.self.value.bias", {D}, l, true);
-    add(p + "attention.output.dense.weight", {D, D}, l);
-    add(p + "attention.output.dense.bias", {D}, l);
-    add(p + "attention.output.LayerNorm.weight", {D}, l);
-    add(p + "attention.output.LayerNorm.bias", {D}, l);
-    add(p + "intermediate.dense.weight", {F, D}, l);
-    add(p + "intermediate.dense.bias", {F}, l);
-    add(p + "output.dense.weight", {D, F}, l);
-    add(p + "output.dense.bias", {D}, l);
-    add(p + "output.LayerNorm.weight", {D}, l);
-    add(p + "output.LayerNorm.bias", {D}, l);
-  }
-  add("bert.pooler.dense.weight", {D, D}, pooler_layer(c));
-  add("bert.pooler.dense.bias", {D}, pooler_layer(c));
-  add("classifier.weight", {c.num_labels, D}, classifier_layer(c));
-  add("classifier.bias", {c.num_labels}, classifier_layer(c));
-  total_floats_ = (cursor + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+ParamLayout::ParamLayout(const BertConfig& c, const FamilyParamTables& tables)
+    : tables_(&tables), layer_count_(c.num_hidden_layers) {
+  int64_t cursor = 0;
+  auto add_scope = [&](const std::string& prefix, const auto& entries, int layer) {
+    for (const auto& e : entries) {
+      if (!e.packed_with_previous) cursor = align(cursor);
+      std::vector<int64_t> shape{extent(e.shape[0], c)};
+      if (e.shape[1] != Dim::none) shape.push_back(extent(e.shape[1], c));
+      int64_t numel = 1;
+      for (int64_t d : shape) numel *= d;
+      specs_.push_back(ParamSpec{prefix + e.name, std::move(shape), cursor, numel,
+                                 layer + e.head_layer, e.kind, decays(e.kind)});
+      cursor += numel;
+    }
+  };
+  add_scope(tables.embeddings_prefix, tables.embeddings, kEmbeddingsLayer);
+  for (int l = 0; l < c.num_hidden_layers; ++l) add_scope(layer_prefix(tables, l), tables.layer, l);
+  add_scope(tables.head_prefix, tables.head, pooler_layer(c));
+  total_floats_ = align(cursor);
 }
 
 const ParamSpec* ParamLayout::find(const std::string& name) const {

@@ -1,9 +1,9 @@
-// ParamLayout: the one table of model parameters.
+// ParamLayout: the family's parameter tables (model/param_table.h) laid out for one config.
 //
 // Every parameter of BertForSequenceClassification appears here once, in forward order, with its
-// Hugging Face name, shape, offset in the flat parameter buffer, layer and weight-decay flag. The
-// same table drives allocation, safetensors load and save, the optimizer's decay mask, the golden
-// tests' by-name comparison and (later) gradient buckets: no other list of parameters exists.
+// Hugging Face name, shape, offset in the flat parameter buffer, layer and kind. It is made from
+// the tables and drives allocation, safetensors load and save, the optimizer's decay mask, the
+// golden tests' by-name comparison and the gradient buckets.
 //
 // Memory order = forward order: embeddings, layer 0..L-1, pooler, classifier. The backward pass
 // therefore finishes gradients from the end of the buffer towards the start. Within a layer the
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/bert_config.h"
+#include "model/param_table.h"
 
 namespace cpuft {
 
@@ -29,13 +30,16 @@ struct ParamSpec {
   std::vector<int64_t> shape;  // as HF stores it; nn.Linear weights are (out, in)
   int64_t offset = 0;          // in floats, from the start of the flat buffer
   int64_t numel = 0;
-  int layer = 0;       // kEmbeddingsLayer, 0..L-1, pooler_layer, classifier_layer
-  bool decays = true;  // false for biases and LayerNorm weights (HF Trainer's rule)
+  int layer = 0;  // kEmbeddingsLayer, 0..L-1, pooler_layer, classifier_layer
+  ParamKind kind = ParamKind::matrix;
+  bool decays = true;  // decays(kind): false for biases and LayerNorm weights (HF Trainer's rule)
 };
 
 class ParamLayout {
  public:
-  explicit ParamLayout(const BertConfig& config);
+  // The layout of `tables` (BERT's by default) for `config`.
+  explicit ParamLayout(const BertConfig& config,
+                       const FamilyParamTables& tables = bert_param_tables());
 
   const std::vector<ParamSpec>& specs() const { return specs_; }
   const ParamSpec* find(const std::string& name) const;   // nullptr if unknown
@@ -43,10 +47,14 @@ class ParamLayout {
   int64_t total_floats() const { return total_floats_; }  // buffer size, padding included
   // [begin, end) float range holding all parameters of `layer`.
   std::pair<int64_t, int64_t> layer_range(int layer) const;
+  const FamilyParamTables& tables() const { return *tables_; }
+  int64_t layer_count() const { return layer_count_; }  // L
 
  private:
+  const FamilyParamTables* tables_;
   std::vector<ParamSpec> specs_;
   int64_t total_floats_ = 0;
+  int64_t layer_count_ = 0;
 };
 
 // Maps a name from a checkpoint to the layout's name, or "" if it is not a model parameter.

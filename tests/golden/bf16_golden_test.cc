@@ -132,7 +132,7 @@ TEST(Bf16GoldenRegression, ThreeAdamWStepsRefreshingTheBf16Weights) {
 // an in-place change of the fp32 weights when called again.
 TEST(Bf16Weights, RefreshRoundsEveryEncoderWeight) {
   TinyGolden t("golden_tiny_cls.safetensors");
-  Bf16Weights copy(t.config);
+  Bf16Weights copy(t.layout);
   const int64_t D = t.config.hidden_size, F = t.config.intermediate_size;
   auto expect_rounded = [&](const std::string& when) {
     for (size_t l = 0; l < t.p.layers.size(); ++l) {

@@ -1,0 +1,74 @@
+// The parameter tables: every parameter of a model family, once, by scope.
+//
+// A family (today BERT; DistilBERT, RoBERTa, ELECTRA next) describes its parameters in three
+// tables, one per scope: the embeddings, one encoder layer (repeated L times), the head. Each entry
+// holds the Hugging Face name after the scope's prefix, the shape in config dimensions, the kind
+// (which decides weight decay and the bf16 copy) and the member of the view structs that points at
+// it. ParamLayout (offsets, names), bind_params (the views), Bf16Weights (the bf16 copies),
+// init_random_weights, the optimizer's decay mask and the gradient buckets all iterate these
+// tables; no other list of parameter names exists.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/bf16.h"
+#include "model/bert_config.h"
+
+namespace cpuft {
+
+struct BertParams;
+struct LayerParams;
+struct LayerBf16Weights;
+
+// What a tensor is, which fixes how it is treated:
+//   matrix      a linear layer's weight (out, in): decays; inside an encoder layer a product input,
+//               so it has a bf16 copy under --bf16
+//   embedding   a lookup table: decays (HF Trainer decays everything but biases and norms)
+//   bias, norm_weight, norm_bias: no decay (HF Trainer's rule); norm weights start at 1, biases 0
+enum class ParamKind { matrix, embedding, bias, norm_weight, norm_bias };
+
+inline bool decays(ParamKind kind) {
+  return kind == ParamKind::matrix || kind == ParamKind::embedding;
+}
+
+// A dimension of a shape, read from the config.
+enum class Dim { none, vocab, positions, token_types, hidden, intermediate, labels };
+int64_t extent(Dim dim, const BertConfig& config);
+
+template <typename Views>
+struct ParamEntry {
+  const char* name;          // HF name after the scope's prefix, e.g. "output.dense.weight"
+  std::array<Dim, 2> shape;  // rows, cols (Dim::none for a vector)
+  ParamKind kind;
+  // The view member pointing at this tensor, or nullptr for a tensor packed right after the
+  // previous one and read through its view (key and value after query: one (3D, D) product).
+  float* Views::*view;
+  bool packed_with_previous = false;
+  // The head only: which "layer" after the encoder it belongs to (0 = L, 1 = L + 1; the gradient
+  // buckets and layer ranges go by layer).
+  int head_layer = 0;
+  // Encoder-layer matrices only: the member of the bf16 copy (nullptr where packed).
+  bf16* LayerBf16Weights::*bf16_view = nullptr;
+};
+
+// The tables of one family. Prefixes: the embeddings' and head's are the HF name prefix; the
+// layer's holds "{}" where the layer index goes.
+struct FamilyParamTables {
+  const char* embeddings_prefix;
+  std::span<const ParamEntry<BertParams>> embeddings;
+  const char* layer_prefix;
+  std::span<const ParamEntry<LayerParams>> layer;
+  const char* head_prefix;
+  std::span<const ParamEntry<BertParams>> head;
+};
+
+// BertForSequenceClassification's tables.
+const FamilyParamTables& bert_param_tables();
+
+// The name prefix of encoder layer `layer` ("bert.encoder.layer.3.").
+std::string layer_prefix(const FamilyParamTables& tables, int64_t layer);
+
+}  // namespace cpuft
