@@ -10,7 +10,7 @@ if(CPUFT_SANITIZE)
                                                  -fno-sanitize-recover=undefined)
   target_link_options(cpuft_options INTERFACE -fsanitize=address,undefined)
 endif()
-target_include_directories(cpuft_options INTERFACE ${PROJECT_SOURCE_DIR}/src)
+# No include root here: cpuft_enforce_walls (cmake/cpuft_walls.cmake) gives each target its own.
 
 # Every test finds the repository's files through tests/test_paths.h.
 add_library(cpuft_test_paths INTERFACE)

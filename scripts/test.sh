@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test.
-#   1. format check (clang-format)
+#   1. format check (clang-format), the walls between layers (no #include across them)
 #   2. release build (-Werror): unit + golden tests (HF fixtures, real MiniLM weights)
 #   3. MPICH and Intel MPI builds: the distributed tests (label dist) against each
 #   4. ASan + UBSan build: the same tests as 2
@@ -30,6 +30,8 @@ trap '((${#reports[@]})) && python3 scripts/skipped_tests.py "${reports[@]}"' EX
 
 echo "== format check ($("$clang_format" --version))"
 git ls-files '*.h' '*.cc' | xargs "$clang_format" --dry-run -Werror
+echo "== walls between the layers (scripts/check_walls.py)"
+python3 scripts/check_walls.py
 
 echo "== release build"
 cmake --preset release >/dev/null

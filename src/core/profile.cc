@@ -1,10 +1,13 @@
 #include "core/profile.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace cpuft::profile {
@@ -12,7 +15,7 @@ namespace cpuft::profile {
 namespace {
 
 struct Slot {
-  const char* name;
+  std::string name;
   double seconds = 0;
   int64_t calls = 0;
 };
@@ -36,13 +39,27 @@ bool enabled() {
   return on;
 }
 
-int register_slot(const char* name) {
+int register_slot(const std::string& name) {
   std::lock_guard<std::mutex> lock(slots_mutex());
   // Several call sites may share a name (forward and backward of one op in two files): merge.
   for (size_t i = 0; i < slots().size(); ++i)
-    if (std::strcmp(slots()[i].name, name) == 0) return static_cast<int>(i);
+    if (slots()[i].name == name) return static_cast<int>(i);
   slots().push_back(Slot{name});
   return static_cast<int>(slots().size()) - 1;
+}
+
+namespace {
+thread_local bool region_open = false;
+}  // namespace
+
+bool open_outermost() {
+  if (region_open || omp_in_parallel()) return false;
+  region_open = true;
+  return true;
+}
+
+void close_outermost() {
+  region_open = false;
 }
 
 void add(int slot, double seconds) {
@@ -69,7 +86,7 @@ std::string report() {
   for (const Slot& s : sorted) {
     if (s.calls == 0) continue;
     char line[160];
-    std::snprintf(line, sizeof line, "%-26s %9.3f %8lld %6.1f%%\n", s.name, s.seconds,
+    std::snprintf(line, sizeof line, "%-26s %9.3f %8lld %6.1f%%\n", s.name.c_str(), s.seconds,
                   static_cast<long long>(s.calls), total > 0 ? 100.0 * s.seconds / total : 0.0);
     out += line;
   }

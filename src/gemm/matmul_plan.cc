@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/profile.h"
 
 namespace cpuft {
 namespace {
@@ -270,7 +271,7 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
 }
 
 LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,
-                         MatmulPrecision precision)
+                         MatmulPrecision precision, const std::string& name)
     : fwd(MatmulDesc{.m = max_rows,
                      .n = out_features,
                      .k = in_features,
@@ -289,19 +290,25 @@ LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_feat
                              .a_transposed = true,
                              .accumulate = true,
                              .varying = VaryingDim::k,
-                             .precision = precision}) {}
+                             .precision = precision}),
+      fwd_slot(profile::register_slot(name + ".fwd")),
+      bwd_data_slot(profile::register_slot(name + ".bwd_data")),
+      bwd_weights_slot(profile::register_slot(name + ".bwd_weights")) {}
 
 void LinearPlans::forward(float* y, const float* x, const float* w, const float* b,
                           int64_t rows) const {
+  profile::Scope scope(fwd_slot);
   fwd.run(y, x, w, b, rows);
 }
 
 void LinearPlans::backward_data(float* d_x, const float* d_y, const float* w, int64_t rows) const {
+  profile::Scope scope(bwd_data_slot);
   bwd_data.run(d_x, d_y, w, nullptr, rows);
 }
 
 void LinearPlans::backward_weights(float* d_w, const float* d_y, const float* x,
                                    int64_t rows) const {
+  profile::Scope scope(bwd_weights_slot);
   bwd_weights.run(d_w, d_y, x, nullptr, rows);
 }
 
@@ -322,14 +329,17 @@ void run_operands(const MatmulPlan& plan, float* c, Operand a, Operand b, const 
 }  // namespace
 
 void LinearPlans::forward(float* y, Operand x, Operand w, const float* b, int64_t rows) const {
+  profile::Scope scope(fwd_slot);
   run_operands(fwd, y, x, w, b, rows);
 }
 
 void LinearPlans::backward_data(float* d_x, Operand d_y, Operand w, int64_t rows) const {
+  profile::Scope scope(bwd_data_slot);
   run_operands(bwd_data, d_x, d_y, w, nullptr, rows);
 }
 
 void LinearPlans::backward_weights(float* d_w, Operand d_y, Operand x, int64_t rows) const {
+  profile::Scope scope(bwd_weights_slot);
   run_operands(bwd_weights, d_w, d_y, x, nullptr, rows);
 }
 

@@ -80,10 +80,11 @@ struct Operand {
 };
 
 // The three plans of one nn.Linear(in, out) for up to max_rows tokens. The fp32-pointer overloads
-// need fp32 plans; the Operand ones work for both precisions.
+// need fp32 plans; the Operand ones work for both precisions. Under CPUFT_PROFILE=1 each product is
+// a region "<name>.fwd", "<name>.bwd_data", "<name>.bwd_weights".
 struct LinearPlans {
   LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,
-              MatmulPrecision precision = MatmulPrecision::f32);
+              MatmulPrecision precision = MatmulPrecision::f32, const std::string& name = "linear");
   // y(T,out) = x(T,in) W^T + b
   void forward(float* y, const float* x, const float* w, const float* b, int64_t rows) const;
   void forward(float* y, Operand x, Operand w, const float* b, int64_t rows) const;
@@ -96,6 +97,7 @@ struct LinearPlans {
   MatmulPrecision precision() const { return fwd.desc().precision; }
 
   MatmulPlan fwd, bwd_data, bwd_weights;
+  int fwd_slot, bwd_data_slot, bwd_weights_slot;  // profile regions
 };
 
 // Row-major strided single-threaded-or-not GEMM for small per-sequence products (attention):

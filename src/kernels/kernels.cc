@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "kernels/avx512/avx512.h"
 #include "kernels/dispatch.h"
 #include "kernels/reference/activations.h"
@@ -94,11 +95,65 @@ const KernelTable& select_kernel_table(const char* force_isa, bool has_avx512) {
                   "'avx512', or leave it unset)"));
 }
 
+namespace {
+
+// Under CPUFT_PROFILE=1 every kernel is timed as a region named after it: the table's entries are
+// replaced by wrappers that open a profile::Scope and call the chosen kernel. The math calling
+// kernels() carries no profiling code, and without CPUFT_PROFILE the table is the plain one.
+template <auto Entry>
+struct Timed;
+template <typename R, typename... Args, R (*KernelTable::*Entry)(Args...)>
+struct Timed<Entry> {
+  static inline R (*kernel)(Args...) = nullptr;
+  static inline int slot = -1;
+  static R call(Args... args) {
+    profile::Scope scope(slot);
+    return kernel(args...);
+  }
+  static void wrap(KernelTable& table, const char* name) {
+    kernel = table.*Entry;
+    slot = profile::register_slot(name);
+    table.*Entry = &call;
+  }
+};
+
+#define CPUFT_TIME_KERNEL(entry) Timed<&KernelTable::entry>::wrap(t, #entry)
+
+KernelTable timed(const KernelTable& plain) {
+  KernelTable t = plain;
+  CPUFT_TIME_KERNEL(embeddings_forward);
+  CPUFT_TIME_KERNEL(embeddings_backward);
+  CPUFT_TIME_KERNEL(layer_norm_forward);
+  CPUFT_TIME_KERNEL(add_layer_norm_forward);
+  CPUFT_TIME_KERNEL(layer_norm_backward);
+  CPUFT_TIME_KERNEL(gelu_forward);
+  CPUFT_TIME_KERNEL(gelu_backward);
+  CPUFT_TIME_KERNEL(tanh_forward);
+  CPUFT_TIME_KERNEL(tanh_backward);
+  CPUFT_TIME_KERNEL(softmax_forward);
+  CPUFT_TIME_KERNEL(softmax_backward);
+  CPUFT_TIME_KERNEL(dropout_forward);
+  CPUFT_TIME_KERNEL(dropout_backward);
+  CPUFT_TIME_KERNEL(bias_backward);
+  CPUFT_TIME_KERNEL(cross_entropy_forward_backward);
+  CPUFT_TIME_KERNEL(mse_forward_backward);
+  CPUFT_TIME_KERNEL(adamw_update);
+  CPUFT_TIME_KERNEL(sum_squares);
+  CPUFT_TIME_KERNEL(scale);
+  CPUFT_TIME_KERNEL(round_to_bf16);
+  return t;
+}
+
+#undef CPUFT_TIME_KERNEL
+
+}  // namespace
+
 const KernelTable& kernels() {
   // Chosen once; a throw leaves the static uninitialised, so every later call reports it again.
-  static const KernelTable& table =
+  static const KernelTable& chosen =
       select_kernel_table(std::getenv("CPUFT_FORCE_ISA"), cpu_has_avx512());
-  return table;
+  static const KernelTable profiled = profile::enabled() ? timed(chosen) : chosen;
+  return profile::enabled() ? profiled : chosen;
 }
 
 const KernelTable& reference_kernels() {

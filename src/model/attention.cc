@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/profile.h"
 #include "gemm/matmul_plan.h"
 #include "kernels/kernels.h"
 
@@ -34,6 +35,7 @@ void attention_prob_offsets(int64_t* prob_offsets, const int64_t* seq_offsets, i
 void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t* seq_offsets,
                        const int64_t* prob_offsets, int64_t B, const AttentionDims& dims,
                        float dropout_p, RngKey key, float* scratch, int64_t scratch_per_thread) {
+  CPUFT_PROFILE("attention.fwd");
   const KernelTable& k = kernels();
   const int64_t D = dims.D, H = dims.H, Dh = dims.Dh, ld_qkv = 3 * D;
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
@@ -64,6 +66,7 @@ void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, cons
                         const int64_t* seq_offsets, const int64_t* prob_offsets, int64_t B,
                         const AttentionDims& dims, float dropout_p, RngKey key, float* scratch,
                         int64_t scratch_per_thread) {
+  CPUFT_PROFILE("attention.bwd");
   const KernelTable& k = kernels();
   const int64_t D = dims.D, H = dims.H, Dh = dims.Dh, ld_qkv = 3 * D;
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));

@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "core/check.h"
-#include "core/profile.h"
 #include "kernels/kernels.h"
 #include "model/encoder_layer.h"
 
@@ -39,13 +38,17 @@ class ArenaCarver {
 
 struct BertModel::State {
   State(const BertConfig& c, const ModelLimits& limits, MatmulPrecision precision)
-      : plans{LinearPlans(limits.max_tokens, c.hidden_size, 3 * c.hidden_size, precision),
-              LinearPlans(limits.max_tokens, c.hidden_size, c.hidden_size, precision),
-              LinearPlans(limits.max_tokens, c.hidden_size, c.intermediate_size, precision),
-              LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size, precision)},
-        pooler(limits.max_sequences, c.hidden_size, c.hidden_size),
-        classifier(limits.max_sequences, c.hidden_size, c.num_labels) {
-    if (precision == MatmulPrecision::bf16) bf16_weights = std::make_unique<Bf16Weights>(ParamLayout(c));
+      : plans{LinearPlans(limits.max_tokens, c.hidden_size, 3 * c.hidden_size, precision, "qkv"),
+              LinearPlans(limits.max_tokens, c.hidden_size, c.hidden_size, precision, "attn_out"),
+              LinearPlans(limits.max_tokens, c.hidden_size, c.intermediate_size, precision,
+                          "ffn_in"),
+              LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size, precision,
+                          "ffn_out")},
+        pooler(limits.max_sequences, c.hidden_size, c.hidden_size, MatmulPrecision::f32, "pooler"),
+        classifier(limits.max_sequences, c.hidden_size, c.num_labels, MatmulPrecision::f32,
+                   "classifier") {
+    if (precision == MatmulPrecision::bf16)
+      bf16_weights = std::make_unique<Bf16Weights>(ParamLayout(c));
   }
 
   EncoderPlans plans;
@@ -223,7 +226,6 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
 
   // Embeddings: h0 = dropout(LayerNorm(word + position + type))
   {
-    CPUFT_PROFILE("embeddings.fwd");
     k.embeddings_forward(s.emb_sum, p.word_emb, p.pos_emb, p.type_emb, batch.input_ids.data(),
                          batch.position_ids.data(), batch.token_type_ids.data(), N, D);
     k.layer_norm_forward(s.emb_ln, s.emb_mean, s.emb_rstd, s.emb_sum, p.emb_ln_w, p.emb_ln_b,
@@ -315,7 +317,6 @@ void BertModel::backward(const BertParams& p, const BertParams& g, GradListener*
   }
 
   // undo: h0 = dropout(LayerNorm(emb_sum)); emb_sum = word + position + type
-  CPUFT_PROFILE("embeddings.bwd");
   float* d_emb = s.scratch.nd[0];
   k.dropout_backward(d_out, d_out, dims.hidden_dropout,
                      dropout_key(context, kEmbeddingsDropoutLayer, 0), N * D);

@@ -6,6 +6,7 @@
 namespace cpuft {
 
 void add_into(float* y, const float* x, int64_t n) {
+  CPUFT_PROFILE("residual.bwd");
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -29,7 +30,7 @@ LayerWeights layer_weights(const LayerParams& p, const LayerBf16Weights* b) {
 // fp32, where nothing is rounded).
 Operand as_input(const float* x, bf16* storage, int64_t n) {
   if (storage == nullptr) return {x};
-  CPUFT_TIMED("to_bf16", kernels().round_to_bf16(storage, x, n));
+  kernels().round_to_bf16(storage, x, n);
   return {x, storage};
 }
 
@@ -45,29 +46,24 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
   const LayerWeights w = layer_weights(p, w_b);
 
   const Operand x_in = as_input(x, a.x_b, N * D);
-  CPUFT_TIMED("qkv.fwd", plans.qkv.forward(a.qkv, x_in, w.qkv, p.qkv_b, N));
-  CPUFT_TIMED("attention.fwd", attention_forward(a.ctx, a.probs, a.qkv, batch.seq_offsets,
-                                                 batch.prob_offsets, batch.B, dims.attention,
-                                                 dims.attention_dropout, keys[kAttentionProbs],
-                                                 scratch.attention, scratch.attention_per_thread));
+  plans.qkv.forward(a.qkv, x_in, w.qkv, p.qkv_b, N);
+  attention_forward(a.ctx, a.probs, a.qkv, batch.seq_offsets, batch.prob_offsets, batch.B,
+                    dims.attention, dims.attention_dropout, keys[kAttentionProbs],
+                    scratch.attention, scratch.attention_per_thread);
   const Operand ctx_in = as_input(a.ctx, a.ctx_b, N * D);
-  CPUFT_TIMED("attn_out.fwd", plans.attn_out.forward(tmp, ctx_in, w.attn_out, p.attn_out_b, N));
-  CPUFT_TIMED("dropout.fwd",
-              k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kAttentionOutput], N * D));
-  CPUFT_TIMED("layer_norm.fwd",
-              k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, x, p.attn_ln_w,
-                                       p.attn_ln_b, dims.layer_norm_eps, N, D));
+  plans.attn_out.forward(tmp, ctx_in, w.attn_out, p.attn_out_b, N);
+  k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kAttentionOutput], N * D);
+  k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, x, p.attn_ln_w, p.attn_ln_b,
+                           dims.layer_norm_eps, N, D);
 
   const Operand h1_in = as_input(a.h1, a.h1_b, N * D);
-  CPUFT_TIMED("ffn_in.fwd", plans.ffn_in.forward(a.ffn_pre, h1_in, w.ffn_in, p.ffn_in_b, N));
-  CPUFT_TIMED("gelu.fwd", k.gelu_forward(a.ffn_act, a.ffn_pre, N * F));
+  plans.ffn_in.forward(a.ffn_pre, h1_in, w.ffn_in, p.ffn_in_b, N);
+  k.gelu_forward(a.ffn_act, a.ffn_pre, N * F);
   const Operand act_in = as_input(a.ffn_act, a.act_b, N * F);
-  CPUFT_TIMED("ffn_out.fwd", plans.ffn_out.forward(tmp, act_in, w.ffn_out, p.ffn_out_b, N));
-  CPUFT_TIMED("dropout.fwd",
-              k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], N * D));
-  CPUFT_TIMED("layer_norm.fwd",
-              k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w,
-                                       p.ffn_ln_b, dims.layer_norm_eps, N, D));
+  plans.ffn_out.forward(tmp, act_in, w.ffn_out, p.ffn_out_b, N);
+  k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], N * D);
+  k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w, p.ffn_ln_b,
+                           dims.layer_norm_eps, N, D);
 }
 
 void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
@@ -89,57 +85,51 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   float* d_qkv = scratch.n3d;
 
   // undo: out = LayerNorm(s2)
-  CPUFT_TIMED("layer_norm.bwd", k.layer_norm_backward(d_s, g.ffn_ln_w, g.ffn_ln_b, d_out, a.s2,
-                                                      a.ln2_mean, a.ln2_rstd, p.ffn_ln_w, N, D));
+  k.layer_norm_backward(d_s, g.ffn_ln_w, g.ffn_ln_b, d_out, a.s2, a.ln2_mean, a.ln2_rstd,
+                        p.ffn_ln_w, N, D);
   // undo: s2 = dropout(act W2^T + b2) + h1   (the h1 branch is added below)
-  CPUFT_TIMED("dropout.bwd",
-              k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], N * D));
+  k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], N * D);
   {
     const Operand d_y = as_input(d_tmp, grad_b, N * D);
-    CPUFT_TIMED("ffn_out.bwd_weights",
-                plans.ffn_out.backward_weights(g.ffn_out_w, d_y, Operand{a.ffn_act, a.act_b}, N));
-    CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_out_b, d_tmp, N, D));
-    CPUFT_TIMED("ffn_out.bwd_data", plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, N));
+    plans.ffn_out.backward_weights(g.ffn_out_w, d_y, Operand{a.ffn_act, a.act_b}, N);
+    k.bias_backward(g.ffn_out_b, d_tmp, N, D);
+    plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, N);
   }
   // undo: act = gelu(pre)
-  CPUFT_TIMED("gelu.bwd", k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, N * F));
+  k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, N * F);
   // undo: pre = h1 W1^T + b1
   {
     const Operand d_y = as_input(d_ffn, grad_b, N * F);
-    CPUFT_TIMED("ffn_in.bwd_weights",
-                plans.ffn_in.backward_weights(g.ffn_in_w, d_y, Operand{a.h1, a.h1_b}, N));
-    CPUFT_TIMED("bias.bwd", k.bias_backward(g.ffn_in_b, d_ffn, N, F));
-    CPUFT_TIMED("ffn_in.bwd_data", plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, N));
+    plans.ffn_in.backward_weights(g.ffn_in_w, d_y, Operand{a.h1, a.h1_b}, N);
+    k.bias_backward(g.ffn_in_b, d_ffn, N, F);
+    plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, N);
   }
-  CPUFT_TIMED("residual.bwd", add_into(d_h, d_s, N * D));  // residual branch of s2
+  add_into(d_h, d_s, N * D);  // residual branch of s2
 
   // undo: h1 = LayerNorm(s1)
-  CPUFT_TIMED("layer_norm.bwd", k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1,
-                                                      a.ln1_mean, a.ln1_rstd, p.attn_ln_w, N, D));
+  k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1, a.ln1_mean, a.ln1_rstd,
+                        p.attn_ln_w, N, D);
   // undo: s1 = dropout(ctx Wo^T + bo) + x   (the x branch is added at the end)
-  CPUFT_TIMED("dropout.bwd",
-              k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kAttentionOutput], N * D));
+  k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kAttentionOutput], N * D);
   float* d_ctx = d_h;
   {
     const Operand d_y = as_input(d_tmp, grad_b, N * D);
-    CPUFT_TIMED("attn_out.bwd_weights",
-                plans.attn_out.backward_weights(g.attn_out_w, d_y, Operand{a.ctx, a.ctx_b}, N));
-    CPUFT_TIMED("bias.bwd", k.bias_backward(g.attn_out_b, d_tmp, N, D));
-    CPUFT_TIMED("attn_out.bwd_data", plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, N));
+    plans.attn_out.backward_weights(g.attn_out_w, d_y, Operand{a.ctx, a.ctx_b}, N);
+    k.bias_backward(g.attn_out_b, d_tmp, N, D);
+    plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, N);
   }
   // undo: ctx = attention(qkv)
-  CPUFT_TIMED("attention.bwd", attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets,
-                                                  batch.prob_offsets, batch.B, dims.attention,
-                                                  dims.attention_dropout, keys[kAttentionProbs],
-                                                  scratch.attention, scratch.attention_per_thread));
+  attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets, batch.prob_offsets, batch.B,
+                     dims.attention, dims.attention_dropout, keys[kAttentionProbs],
+                     scratch.attention, scratch.attention_per_thread);
   // undo: qkv = x Wqkv^T + bqkv
   {
     const Operand d_y = as_input(d_qkv, grad_b, N * 3 * D);
-    CPUFT_TIMED("qkv.bwd_weights", plans.qkv.backward_weights(g.qkv_w, d_y, Operand{x, a.x_b}, N));
-    CPUFT_TIMED("bias.bwd", k.bias_backward(g.qkv_b, d_qkv, N, 3 * D));
-    CPUFT_TIMED("qkv.bwd_data", plans.qkv.backward_data(d_x, d_y, w.qkv, N));
+    plans.qkv.backward_weights(g.qkv_w, d_y, Operand{x, a.x_b}, N);
+    k.bias_backward(g.qkv_b, d_qkv, N, 3 * D);
+    plans.qkv.backward_data(d_x, d_y, w.qkv, N);
   }
-  CPUFT_TIMED("residual.bwd", add_into(d_x, d_s, N * D));  // residual branch of s1
+  add_into(d_x, d_s, N * D);  // residual branch of s1
 }
 
 }  // namespace cpuft

@@ -1,0 +1,63 @@
+# The walls between the layers, enforced by the compiler.
+#
+# Each folder src/X is the library cpuft_X. Its sources are compiled with one include root of their
+# own, build/walls/X, which holds a link to src/Y for exactly the folders Y that cpuft_X links,
+# directly or through other cpuft_* libraries (and X itself). An `#include "train/trainer.h"` from
+# src/model therefore does not compile. Executables (the app, tests, benchmarks) see all of src/.
+# A relative include ("../train/trainer.h") would slip past the compiler: scripts/check_walls.py,
+# run by the test command, resolves every include as the compiler does and catches those.
+
+function(cpuft_wall_closure target out)
+  set(seen ${target})
+  set(todo ${target})
+  while(todo)
+    list(POP_FRONT todo current)
+    get_target_property(links ${current} LINK_LIBRARIES)
+    if(NOT links)
+      continue()
+    endif()
+    foreach(dep IN LISTS links)
+      if(dep MATCHES "^cpuft_" AND TARGET ${dep} AND NOT dep IN_LIST seen)
+        list(APPEND seen ${dep})
+        list(APPEND todo ${dep})
+      endif()
+    endforeach()
+  endwhile()
+  set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+function(cpuft_collect_targets dir out)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    cpuft_collect_targets(${sub} sub_targets)
+    list(APPEND targets ${sub_targets})
+  endforeach()
+  set(${out} ${targets} PARENT_SCOPE)
+endfunction()
+
+function(cpuft_enforce_walls)
+  cpuft_collect_targets(${PROJECT_SOURCE_DIR} targets)
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    if(type STREQUAL "INTERFACE_LIBRARY" OR type STREQUAL "UTILITY")
+      continue()
+    endif()
+    string(REGEX REPLACE "^cpuft_" "" folder ${target})
+    if(target MATCHES "^cpuft_" AND IS_DIRECTORY ${PROJECT_SOURCE_DIR}/src/${folder})
+      set(root ${CMAKE_BINARY_DIR}/walls/${folder})
+      file(REMOVE_RECURSE ${root})
+      file(MAKE_DIRECTORY ${root})
+      cpuft_wall_closure(${target} visible)
+      foreach(lib IN LISTS visible)
+        string(REGEX REPLACE "^cpuft_" "" dep ${lib})
+        if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/src/${dep})
+          file(CREATE_LINK ${PROJECT_SOURCE_DIR}/src/${dep} ${root}/${dep} SYMBOLIC)
+        endif()
+      endforeach()
+      target_include_directories(${target} PRIVATE ${root})
+    else()
+      target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+    endif()
+  endforeach()
+endfunction()
