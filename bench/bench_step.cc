@@ -132,8 +132,11 @@ int run(int argc, char** argv) {
       kernels().isa, onednn_version_string());
   std::printf("median of %d steps: step %.3f s = forward %.3f + backward %.3f + optimizer %.3f\n",
               steps, median(t_step), median(t_forward), median(t_backward), median(t_optimizer));
-  std::printf("model FLOP/s: %.1f GFLOP/s; measured fp32 FMA peak %.1f GFLOP/s; MFU %.1f%%\n",
-              gflops, peak, 100.0 * gflops / peak);
+  if (peak > 0)
+    std::printf("model FLOP/s: %.1f GFLOP/s; measured fp32 FMA peak %.1f GFLOP/s; MFU %.1f%%\n",
+                gflops, peak, 100.0 * gflops / peak);
+  else
+    std::printf("model FLOP/s: %.1f GFLOP/s; no AVX-512, so no measured peak and no MFU\n", gflops);
   if (bf16) {
     const double bf16_peak = measure_bf16_dot_peak_gflops(threads);
     std::printf("measured AVX512_BF16 dot-product peak %.1f GFLOP/s; MFU against it %.1f%%\n",

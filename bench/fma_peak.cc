@@ -69,6 +69,8 @@ double measure_bf16_dot_peak_gflops(int threads) {
 }
 
 double measure_fp32_fma_peak_gflops(int threads) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) return 0;      // the loop would be an illegal instruction
   return median_gflops(threads, fma_loop, 12 * 16 * 2);  // 16 lanes x (multiply + add)
 }
 
