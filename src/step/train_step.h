@@ -102,8 +102,6 @@ class TrainStep {
   // loss is still scaled by 1 / accumulation, as HF's Trainer does) with learning rate `lr`.
   StepResult run(int64_t step, std::span<const Batch> micro_batches, double lr);
 
-  const StepOptions& options() const { return options_; }
-
  private:
   // What the last micro-batch's backward reports: the reducer first (it launches buckets), then
   // the caller's listener.

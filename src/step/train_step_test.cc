@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +17,38 @@
 #include "core/check.h"
 #include "dist/bucket_plan.h"
 #include "dist/communicator.h"
+
+// Every C++ allocation of this test binary is counted, so a test can check that a step makes none
+// (the array and nothrow forms call these).
+namespace {
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t align) {
+  ++g_allocations;
+  const auto a = static_cast<std::size_t>(align);
+  const std::size_t rounded =
+      std::max<std::size_t>(a, (n + a - 1) / a * a);  // aligned_alloc's rule
+  if (void* p = std::aligned_alloc(a, rounded)) return p;
+  throw std::bad_alloc();
+}
+// Not inlined: GCC would otherwise see free() on memory from operator new and warn.
+__attribute__((noinline)) void operator delete(void* p) noexcept {
+  std::free(p);
+}
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+__attribute__((noinline)) void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+__attribute__((noinline)) void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
 
 namespace cpuft {
 namespace {
@@ -166,6 +202,45 @@ TEST(TrainStep, ReducerHearsEveryLayerAndIsFinished) {
   }
   for (size_t i = 0; i < plain.params.size(); ++i)
     ASSERT_EQ(plain.params[i], reduced.params[i]) << i;
+}
+
+// Once warm (the first step registers its profile regions), a step allocates nothing of its own,
+// with accumulation, a reducer and a timeline: exactly the allocations of the model's forward and
+// backward passes, which are oneDNN's small per-call argument maps (src/gemm/matmul_plan.cc), never
+// a buffer.
+TEST(TrainStep, AllocatesNothingOfItsOwnOnceWarm) {
+  Replica r(StepOptions{42, 0, 2, 1.0});
+  std::vector<LayerRange> ranges;
+  for (int layer = classifier_layer(r.config); layer >= kEmbeddingsLayer; --layer) {
+    const auto [begin, end] = r.layout.layer_range(layer);
+    ranges.push_back({layer, begin, end});
+  }
+  const BucketPlan plan(ranges, 4 * 1024, 1024);
+  SingleProcessCommunicator comm;
+  GradReducer reducer(comm, plan, r.grads.data(), r.layout.total_floats());
+  StepTimeline timeline;
+  TimelineRecorder recorder(timeline);
+  r.step.set_reducer(&reducer);
+  r.step.set_observer(&recorder);
+  const std::vector<Batch> micro = {random_batch(r.config, {4, 6}, 1),
+                                    random_batch(r.config, {7, 2, 5}, 2)};
+  r.step.run(0, micro, 1e-3);
+  const int64_t before_step = g_allocations.load();
+  r.step.run(1, micro, 1e-3);
+  const int64_t step_allocations = g_allocations.load() - before_step;
+
+  // The model's passes alone, on the same micro-batches (their gradients are discarded).
+  const BertParams p = bind_params(r.layout, r.config, r.params.data());
+  const BertParams g = bind_params(r.layout, r.config, r.grads.data());
+  const int64_t before_model = g_allocations.load();
+  for (const Batch& batch : micro) {
+    r.model.forward(p, batch, StepContext{});
+    r.model.backward(p, g);
+  }
+  const int64_t model_allocations = g_allocations.load() - before_model;
+  EXPECT_EQ(step_allocations, model_allocations);
+  // 2 steps x (2 forward, 2 backward, 1 optimizer); the reduce phase is the reducer's to record.
+  EXPECT_EQ(timeline.size(), 10u);
 }
 
 }  // namespace
