@@ -64,8 +64,9 @@ StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, do
   const int micros = static_cast<int>(micro_batches.size());
   CPUFT_CHECK(micros >= 1 && micros <= options_.accumulation, micros, " micro-batches for ",
               options_.accumulation, " accumulation steps");
-  // Each micro-batch's mean loss is divided by the accumulation steps, so the accumulated gradient
-  // is that of the mean over the micro-batches (HF keeps the divisor for a short last step).
+  // Each micro-batch's mean loss is divided by the accumulation steps, so that the accumulated
+  // gradient is that of the mean over a full step's micro-batches (the divisor stays for a short
+  // last step of an epoch).
   const float loss_scale = 1.0f / static_cast<float>(options_.accumulation);
   StepResult result;
   const Clock::time_point step_begin = Clock::now();

@@ -98,8 +98,8 @@ class TrainStep {
   void set_observer(StepObserver* observer) { observer_ = observer; }
 
   // Optimizer step `step` (0-based; numbers the dropout masks and the reducer's step) over 1 to
-  // options.accumulation micro-batches (fewer only at the end of an epoch: every micro-batch's
-  // loss is still scaled by 1 / accumulation, as HF's Trainer does) with learning rate `lr`.
+  // options.accumulation micro-batches with learning rate `lr`. Fewer micro-batches (the end of an
+  // epoch) keep the loss scale 1 / accumulation.
   StepResult run(int64_t step, std::span<const Batch> micro_batches, double lr);
 
  private:
