@@ -1,6 +1,6 @@
-// bench_step: one training step (forward + backward + clip + AdamW) of a BERT-shaped model with
-// random weights on batches whose sequence lengths follow MRPC's, reported per phase and as model
-// FLOP/s and MFU against this machine's measured FMA peak.
+// bench_step: one training step (forward + backward + clip + AdamW: TrainStep, the step cpuft train
+// runs) of a BERT-shaped model with random weights on batches whose sequence lengths follow MRPC's,
+// reported per phase and as model FLOP/s and MFU against this machine's measured FMA peak.
 //
 // Model FLOPs count only useful work on real tokens: 6 x (dense parameters) per token (forward 2,
 // backward 4) plus attention's 2 x 2 x T_s x D per token per layer forward (QK^T and PV), x3 for
@@ -18,13 +18,13 @@
 #include "core/fp_env.h"
 #include "core/profile.h"
 #include "core/rng.h"
-#include "core/timer.h"
 #include "fma_peak.h"
 #include "gemm/matmul_plan.h"
 #include "kernels/kernels.h"
 #include "model/bert_model.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
+#include "step/train_step.h"
 #include "train/scaling.h"
 
 namespace cpuft {
@@ -72,7 +72,6 @@ int run(int argc, char** argv) {
   AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
   init_random_weights(layout, params.data(), 0.02f, 7);
   const BertParams p = bind_params(layout, config, params.data());
-  const BertParams g = bind_params(layout, config, grads.data());
 
   // Batches of MRPC-like lengths, drawn with a fixed seed.
   const std::vector<int> lengths = read_lengths(lengths_path);
@@ -94,32 +93,22 @@ int run(int argc, char** argv) {
                   bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   model.refresh_bf16_weights(p);
   AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
+  // TrainStep times its phases; with CPUFT_PROFILE=1 its regions (and the model's) are profiled.
+  TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 0, 1, 1.0});
 
   std::vector<double> t_forward, t_backward, t_optimizer, t_step, flops_per_s;
   for (int step = 0; step < warmup + steps; ++step) {
     const Batch& batch = batches[static_cast<size_t>(step)];
-    Stopwatch watch;
-    model.forward(p, batch, StepContext{42, static_cast<uint64_t>(step)});
-    const double forward = watch.seconds();
-    model.backward(p, g);
-    const double backward = watch.seconds() - forward;
-    {
-      CPUFT_PROFILE("optimizer (clip+adamw+zero+bf16 refresh)");
-      clip_grad_norm(grads.data(), layout.total_floats(), 1.0);
-      adamw.step(params.data(), grads.data(), 2e-5);
-      model.refresh_bf16_weights(p);
-      grads.zero();
-    }
-    const double total = watch.seconds();
+    const StepResult r = train_step.run(step, {&batch, 1}, 2e-5);
     if (step < warmup) {
       profile::reset();
       continue;
     }
-    t_forward.push_back(forward);
-    t_backward.push_back(backward);
-    t_optimizer.push_back(total - forward - backward);
-    t_step.push_back(total);
-    flops_per_s.push_back(training_flops(config, batch) / total);
+    t_forward.push_back(r.forward_seconds);
+    t_backward.push_back(r.backward_seconds);
+    t_optimizer.push_back(r.optimizer_seconds);
+    t_step.push_back(r.seconds);
+    flops_per_s.push_back(training_flops(config, batch) / r.seconds);
   }
   const int threads = omp_get_max_threads();
   const double peak = measure_fp32_fma_peak_gflops(threads);

@@ -3,7 +3,7 @@
 // The model owns its activations and scratch, sized once for the largest batch it will see
 // (ModelLimits), and its matmul plans; forward/backward allocate nothing. Parameters and gradients
 // are not owned: they are BertParams views handed in by the caller (the trainer owns the flat
-// buffers, the optimizer and the communication).
+// buffers and the optimizer; TrainStep, src/step, runs the optimizer step over them).
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,11 @@
 
 namespace cpuft {
 
+double round_to(double v, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(v * scale) / scale;
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::string temp = str(path, ".tmp-", ::getpid());
   {

@@ -8,6 +8,9 @@
 
 namespace cpuft {
 
+// `v` rounded to `digits` decimals, as HF's Trainer rounds the values it logs.
+double round_to(double v, int digits);
+
 // Writes `text` to `path` through "<path>.tmp" and a rename.
 void write_file_atomically(const std::string& path, const std::string& text);
 void write_json(const std::string& path, const nlohmann::json& value);

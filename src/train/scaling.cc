@@ -4,12 +4,14 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "core/buffer.h"
 #include "core/check.h"
@@ -22,6 +24,7 @@
 #include "model/bert_model.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
+#include "step/train_step.h"
 
 namespace cpuft {
 
@@ -172,18 +175,18 @@ BucketPlan make_plan(const ParamLayout& layout, const BertConfig& config, double
   return BucketPlan(ranges, static_cast<int64_t>(cap_mb * 1024 * 1024));
 }
 
-class ReadyClock : public GradListener {
+// When each layer's gradients became final during backward: the step's listener and observer
+// (storage reserved up front, so the step stays allocation-free).
+class ReadyClock final : public GradListener, public StepObserver {
  public:
-  explicit ReadyClock(const Stopwatch& watch) : watch_(watch) {}
-  void on_layer_grads_ready(int layer) override {
-    layers.push_back(layer);
-    seconds.push_back(watch_.seconds());
+  using Clock = PhaseTime::Clock;
+  explicit ReadyClock(size_t layers) { ready.reserve(layers); }
+  void on_layer_grads_ready(int layer) override { ready.emplace_back(layer, Clock::now()); }
+  void on_phase(const PhaseTime& time) override {
+    if (time.phase == StepPhase::backward) backward_begin = time.begin;
   }
-  std::vector<int> layers;
-  std::vector<double> seconds;
-
- private:
-  const Stopwatch& watch_;
+  std::vector<std::pair<int, Clock::time_point>> ready;  // (layer, when), in backward order
+  Clock::time_point backward_begin;
 };
 
 // (a) + (b): medians over `steps` timed steps of a random-weight model on MRPC-like batches.
@@ -193,7 +196,6 @@ ComputeProfile measure_compute(const BenchOptions& o, const BertConfig& config,
   AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
   init_random_weights(layout, params.data(), 0.02f, 7);
   const BertParams p = bind_params(layout, config, params.data());
-  const BertParams g = bind_params(layout, config, grads.data());
 
   const std::vector<int> lengths = read_lengths(o.lengths_path);
   const int64_t longest = std::min<int64_t>(*std::max_element(lengths.begin(), lengths.end()),
@@ -217,31 +219,30 @@ ComputeProfile measure_compute(const BenchOptions& o, const BertConfig& config,
                   o.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   model.refresh_bf16_weights(p);
   AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
+  TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 0, 1, 1.0});
+  ReadyClock clock(static_cast<size_t>(classifier_layer(config) + 2));  // layers -1 .. L + 1
+  train_step.set_listener(&clock);
+  train_step.set_observer(&clock);
 
   std::vector<double> forward, backward, optimizer;
   std::vector<std::vector<double>> ready;  // per step, per layer
   std::vector<int> layers;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
-    Stopwatch watch;
-    model.forward(p, batches[static_cast<size_t>(step)],
-                  StepContext{42, static_cast<uint64_t>(step)});
-    const double f = watch.seconds();
-    Stopwatch backward_watch;
-    ReadyClock clock(backward_watch);
-    model.backward(p, g, &clock);
-    const double b = backward_watch.seconds();
-    clip_grad_norm(grads.data(), layout.total_floats(), 1.0);
-    adamw.step(params.data(), grads.data(), 2e-5);
-    model.refresh_bf16_weights(p);
-    grads.zero();
-    const double total = watch.seconds();
+    clock.ready.clear();
+    const StepResult r = train_step.run(step, {&batches[static_cast<size_t>(step)], 1}, 2e-5);
     if (step < o.warmup) continue;
-    CPUFT_CHECK(layers.empty() || layers == clock.layers);
-    layers = clock.layers;
-    forward.push_back(f);
-    backward.push_back(b);
-    optimizer.push_back(total - f - b);
-    ready.push_back(clock.seconds);
+    std::vector<int> step_layers;
+    std::vector<double> seconds;  // since backward began
+    for (const auto& [layer, at] : clock.ready) {
+      step_layers.push_back(layer);
+      seconds.push_back(std::chrono::duration<double>(at - clock.backward_begin).count());
+    }
+    CPUFT_CHECK(layers.empty() || layers == step_layers);
+    layers = step_layers;
+    forward.push_back(r.forward_seconds);
+    backward.push_back(r.backward_seconds);
+    optimizer.push_back(r.optimizer_seconds);
+    ready.push_back(seconds);
   }
   ComputeProfile profile;
   profile.forward_seconds = median(forward);

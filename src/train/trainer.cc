@@ -9,26 +9,20 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 
-#include "core/buffer.h"
 #include "core/check.h"
 #include "core/fp_env.h"
 #include "core/timer.h"
-#include "dist/bucket_plan.h"
-#include "dist/grad_reducer.h"
-#include "dist/step_timeline.h"
 #include "io/bert_checkpoint.h"
-#include "model/bert_model.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "step/train_step.h"
 #include "train/checkpoint.h"
-#include "train/distributed.h"
-#include "train/encoded_dataset.h"
+#include "train/evaluation.h"
 #include "train/outputs.h"
 #include "train/progress.h"
-#include "train/task_data.h"
+#include "train/trainer_state.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -50,50 +44,7 @@ bool non_empty_dir(const fs::path& dir) {
   return fs::is_directory(dir, error) && !fs::is_empty(dir, error);
 }
 
-double round_to(double v, int digits) {
-  const double scale = std::pow(10.0, digits);
-  return std::round(v * scale) / scale;
-}
-
 }  // namespace
-
-struct Trainer::State {
-  TrainConfig cfg;
-  TaskData task;
-  std::string config_text;
-  BertConfig model_config;
-  std::optional<WordPieceTokenizer> tokenizer;  // set once the model folder is checked
-  std::unique_ptr<ParamLayout> layout;
-  AlignedBuffer<float> params, grads;
-  BertParams p{}, g{};
-  std::unique_ptr<BertModel> model;
-  EncodedDataset train;
-  std::vector<std::pair<std::string, EncodedDataset>> eval, test;
-  json log_history = json::array();
-  int64_t global_step = 0;
-  double epoch = 0;
-  int64_t max_steps = 0;
-  int64_t steps_per_epoch = 0;
-  double total_flos = 0;  // HF's count: 6 x non-embedding parameters x tokens
-  double dense_params = 0;
-  std::string log_jsonl;
-  DistContext dist;
-  std::unique_ptr<BucketPlan> buckets;
-  std::unique_ptr<GradReducer> reducer;
-  StepTimeline timeline;
-
-  explicit State(const TrainConfig& config) : cfg(config), timeline(0) {}
-
-  bool is_writer() const { return dist.rank() == 0; }
-  void print(const std::string& line) const {
-    if (is_writer()) std::printf("%s\n", line.c_str());
-  }
-
-  void log(const json& entry) {
-    log_history.push_back(entry);
-    log_jsonl += entry.dump() + "\n";
-  }
-};
 
 Trainer::Trainer(const TrainConfig& config) : s_(std::make_unique<State>(config)) {
   validate_train_config(s_->cfg);
@@ -160,7 +111,6 @@ void Trainer::prepare() {
   for (const ParamSpec& spec : s.layout->specs())
     if (spec.layer != kEmbeddingsLayer) s.dense_params += static_cast<double>(spec.numel);
   s.p = bind_params(*s.layout, s.model_config, s.params.data());
-  s.g = bind_params(*s.layout, s.model_config, s.grads.data());
 
   // 2. Tokenize every split once.
   if (s.task.train) s.train = encode_dataset(*s.task.train, *s.tokenizer, c.max_seq_length);
@@ -223,99 +173,12 @@ Trainer::~Trainer() = default;
 
 namespace {
 
-struct EvalResult {
-  std::map<std::string, double> metrics;  // without prefix, loss included when labelled
-  std::vector<float> logits;              // (n, K), every rank has all of them
-};
-
-// Rank r runs rows r, r + world, ... of `data`; the logits are gathered so every rank holds the
-// whole table and computes the same metrics as a single process would.
-EvalResult run_inference(Trainer::State& s, const EncodedDataset& data) {
-  const int64_t K = s.model_config.num_labels;
-  const bool regression = s.task.regression;
-  const int rank = s.dist.rank(), world = s.dist.world_size();
-  std::vector<int64_t> mine;
-  for (int64_t i = rank; i < data.size(); i += world) mine.push_back(i);
-  std::vector<float> local(mine.size() * static_cast<size_t>(K));
-  Batch batch;
-  double loss_sum = 0;
-  const auto batch_size = static_cast<size_t>(s.cfg.per_device_eval_batch_size);
-  for (size_t start = 0; start < mine.size(); start += batch_size) {
-    const size_t count = std::min(batch_size, mine.size() - start);
-    fill_batch(batch, data, {mine.data() + start, count}, regression);
-    StepContext context;
-    context.training = false;
-    const float loss = s.model->forward(s.p, batch, context, data.has_labels);
-    loss_sum += static_cast<double>(loss) * static_cast<double>(count);
-    std::copy_n(s.model->logits(), count * K, local.data() + start * K);
-  }
-  EvalResult result;
-  result.logits = gather_strided_rows(*s.dist.comm, local, data.size(), K);
-  if (!data.has_labels) return result;
-  if (world > 1) {
-    float total = static_cast<float>(loss_sum);
-    s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(&total, 1));
-    loss_sum = total;
-  }
-  if (regression) {
-    result.metrics = task_metrics(s.task, result.logits, data.scores);
-  } else {
-    std::vector<int32_t> predicted(static_cast<size_t>(data.size()));
-    for (int64_t i = 0; i < data.size(); ++i) {
-      const float* row = result.logits.data() + i * K;
-      predicted[i] = static_cast<int32_t>(std::max_element(row, row + K) - row);
-    }
-    result.metrics = task_metrics(s.task, predicted, data.labels);
-  }
-  result.metrics["loss"] = data.size() > 0 ? loss_sum / static_cast<double>(data.size()) : 0.0;
-  return result;
-}
-
-// Evaluates every evaluation split; returns {"eval_accuracy": ..., "eval_loss": ..., ...}.
-json evaluate(Trainer::State& s) {
-  json out = json::object();
-  for (const auto& [suffix, data] : s.eval) {
-    Stopwatch watch;
-    const EvalResult r = run_inference(s, data);
-    const double seconds = watch.seconds();
-    for (const auto& [key, value] : r.metrics) out["eval_" + key + suffix] = value;
-    const double batches =
-        std::ceil(static_cast<double>(data.size()) /
-                  static_cast<double>(s.cfg.per_device_eval_batch_size * s.dist.world_size()));
-    out["eval_runtime" + suffix] = round_to(seconds, 4);
-    out["eval_samples_per_second" + suffix] =
-        round_to(static_cast<double>(data.size()) / seconds, 3);
-    out["eval_steps_per_second" + suffix] = round_to(batches / seconds, 3);
-  }
-  return out;
-}
-
 // The mean of a per-rank value over all ranks (the value itself on one process).
 double mean_over_ranks(Trainer::State& s, double value) {
   if (s.dist.world_size() == 1) return value;
   float total = static_cast<float>(value);
   s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(&total, 1));
   return static_cast<double>(total) / s.dist.world_size();
-}
-
-// Tells the gradient reducer when a layer's gradients are final (the model knows nothing of dist).
-class ReducerListener : public GradListener {
- public:
-  explicit ReducerListener(GradReducer& reducer) : reducer_(reducer) {}
-  void on_layer_grads_ready(int layer) override { reducer_.layer_ready(layer); }
-
- private:
-  GradReducer& reducer_;
-};
-
-std::string format_prediction(const Trainer::State& s, const float* row) {
-  const int64_t K = s.model_config.num_labels;
-  if (s.task.regression) {
-    char value[32];
-    std::snprintf(value, sizeof value, "%3.3f", static_cast<double>(row[0]));
-    return value;
-  }
-  return s.task.label_names[static_cast<size_t>(std::max_element(row, row + K) - row)];
 }
 
 // Fine-tunes for max_steps optimizer steps, logging, evaluating and saving checkpoints on the way
@@ -358,78 +221,58 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
               " rank(s) x batch ", c.per_device_train_batch_size, " x ",
               c.gradient_accumulation_steps, " accumulation, ", s.max_steps, " steps, ",
               s.dist.threads, " threads per rank", c.bf16 ? ", bf16 matrix products" : ""));
+  // The step: forward/backward over the micro-batches, reduction over the ranks, clip, AdamW.
+  TrainStep train_step(*s.model, *s.layout, s.params, s.grads, adamw,
+                       StepOptions{c.seed, static_cast<uint32_t>(s.dist.rank()),
+                                   c.gradient_accumulation_steps, c.max_grad_norm});
+  train_step.set_reducer(s.reducer.get());
+  TimelineRecorder recorder(s.timeline);
+  if (!c.timeline_dir.empty()) train_step.set_observer(&recorder);
+
   Progress progress(s.max_steps, tty);
-  std::unique_ptr<ReducerListener> listener;
-  if (s.reducer) listener = std::make_unique<ReducerListener>(*s.reducer);
   Stopwatch run_watch;
-  Batch batch;
+  std::vector<Batch> micro_batches(static_cast<size_t>(c.gradient_accumulation_steps));
   double loss_since_log = 0, train_loss_sum = 0, overlap_sum = 0;
   int64_t steps_since_log = 0, samples_seen = 0;
   double last_grad_norm = 0;
-  const float loss_scale = 1.0f / static_cast<float>(c.gradient_accumulation_steps);
   bool done = s.global_step >= s.max_steps;
   for (int64_t epoch = s.global_step / s.steps_per_epoch; !done; ++epoch) {
     const std::vector<int64_t> order = shard_order(
         epoch_order(s.train, c.seed, epoch, c.group_by_length, c.per_device_train_batch_size),
         s.dist.rank(), world);
     const int64_t first_step_of_epoch = epoch * s.steps_per_epoch;
-    double step_loss = 0;
-    int64_t micro_in_step = 0;
-    for (int64_t b = 0; b < batches_per_epoch && !done; ++b) {
-      const int64_t step_in_epoch = b / c.gradient_accumulation_steps;
-      if (first_step_of_epoch + step_in_epoch < s.global_step) continue;  // resuming
-      const int64_t begin = b * c.per_device_train_batch_size;
-      const int64_t end = std::min<int64_t>(static_cast<int64_t>(order.size()),
-                                            begin + c.per_device_train_batch_size);
-      fill_batch(batch, s.train, {order.data() + begin, static_cast<size_t>(end - begin)},
-                 s.task.regression);
-      const bool last_of_epoch = b + 1 == batches_per_epoch;
-      const bool last_micro = micro_in_step + 1 == c.gradient_accumulation_steps || last_of_epoch;
-      const double t0 = s.timeline.now_micros();
-      const float loss = s.model->forward(
-          s.p, batch,
-          StepContext{
-              c.seed,
-              static_cast<uint64_t>(s.global_step * c.gradient_accumulation_steps + micro_in_step),
-              static_cast<uint32_t>(s.dist.rank()), true},
-          true, loss_scale);
-      const double t1 = s.timeline.now_micros();
-      // Gradients are reduced once per optimizer step, during the last micro-batch's backward.
-      if (last_micro && s.reducer) s.reducer->begin_step(s.global_step);
-      s.model->backward(s.p, s.g, last_micro ? listener.get() : nullptr);
-      const double t2 = s.timeline.now_micros();
-      s.total_flos += 6.0 * s.dense_params * static_cast<double>(batch.num_tokens()) * world;
-      step_loss += loss;
-      ++micro_in_step;
-      samples_seen += (end - begin) * world;
-      if (!c.timeline_dir.empty()) {
-        s.timeline.add("forward", "compute", t0, t1, 0, s.global_step);
-        s.timeline.add("backward", "compute", t1, t2, 0, s.global_step);
+    // Step k of the epoch runs batches [k * accumulation, (k + 1) * accumulation) of the epoch's
+    // order; the epoch's last step may have fewer.
+    for (int64_t k = 0; k * c.gradient_accumulation_steps < batches_per_epoch && !done; ++k) {
+      if (first_step_of_epoch + k < s.global_step) continue;  // resuming
+      const int64_t first_batch = k * c.gradient_accumulation_steps;
+      const int64_t micros =
+          std::min<int64_t>(c.gradient_accumulation_steps, batches_per_epoch - first_batch);
+      for (int64_t m = 0; m < micros; ++m) {
+        const int64_t begin = (first_batch + m) * c.per_device_train_batch_size;
+        const int64_t end = std::min<int64_t>(static_cast<int64_t>(order.size()),
+                                              begin + c.per_device_train_batch_size);
+        fill_batch(micro_batches[static_cast<size_t>(m)], s.train,
+                   {order.data() + begin, static_cast<size_t>(end - begin)}, s.task.regression);
+        samples_seen += (end - begin) * world;
       }
-      if (!last_micro) continue;
-
-      double mean_loss = step_loss / static_cast<double>(micro_in_step);
-      if (s.reducer) {
-        s.reducer->finish();
-        overlap_sum += s.reducer->last_stats().overlap_ratio;
-      }
-      const double t3 = s.timeline.now_micros();
-      last_grad_norm = clip_grad_norm(s.grads.data(), s.layout->total_floats(), c.max_grad_norm);
-      adamw.step(s.params.data(), s.grads.data(), schedule.lr(s.global_step));
-      s.model->refresh_bf16_weights(s.p);  // the bf16 copy follows every update (--bf16)
-      s.grads.zero();
-      if (!c.timeline_dir.empty())
-        s.timeline.add("optimizer", "compute", t3, s.timeline.now_micros(), 0, s.global_step);
-      step_loss = 0;
-      micro_in_step = 0;
+      const StepResult step =
+          train_step.run(s.global_step, {micro_batches.data(), static_cast<size_t>(micros)},
+                         schedule.lr(s.global_step));
+      for (int64_t m = 0; m < micros; ++m)
+        s.total_flos += 6.0 * s.dense_params *
+                        static_cast<double>(micro_batches[static_cast<size_t>(m)].num_tokens()) *
+                        world;
+      if (s.reducer) overlap_sum += s.reducer->last_stats().overlap_ratio;
+      last_grad_norm = step.grad_norm;
       ++s.global_step;
-      loss_since_log += mean_loss;
-      train_loss_sum += mean_loss;
+      loss_since_log += step.loss;
+      train_loss_sum += step.loss;
       ++steps_since_log;
       s.epoch = static_cast<double>(s.global_step) / static_cast<double>(s.steps_per_epoch);
       done = s.global_step >= s.max_steps;
-      const bool epoch_end = last_of_epoch;
-      progress.update(s.global_step, mean_loss,
+      const bool epoch_end = first_batch + micros == batches_per_epoch;
+      progress.update(s.global_step, step.loss,
                       static_cast<double>(samples_seen) / run_watch.seconds());
 
       const bool log_now =
@@ -508,53 +351,6 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
         (fs::path(c.timeline_dir) / str("timeline-rank", s.dist.rank(), ".json")).string());
   }
   return train_results;
-}
-
-// The evaluation at the end (--do_eval): eval_results.json on rank 0. Returns the metrics.
-json evaluate_at_end(Trainer::State& s, const fs::path& out) {
-  json eval_results = evaluate(s);
-  eval_results["epoch"] = round_to(s.epoch, 4);
-  for (const auto& [suffix, data] : s.eval) eval_results["eval_samples" + suffix] = data.size();
-  if (s.is_writer()) write_json((out / "eval_results.json").string(), eval_results);
-  json entry = eval_results;
-  entry["step"] = s.global_step;
-  s.log(entry);
-  s.print("eval: " + eval_results.dump());
-  return eval_results;
-}
-
-// --do_predict: predict_results_<task>.txt (GLUE submission format) and, with --save_logits,
-// predict_logits_<task>.tsv, on rank 0.
-void write_predictions(Trainer::State& s, const fs::path& out) {
-  const TrainConfig& c = s.cfg;
-  for (const auto& [suffix, data] : s.test) {
-    const EvalResult r = run_inference(s, data);
-    if (!s.is_writer()) continue;
-    const int64_t K = s.model_config.num_labels;
-    std::string text = "index\tprediction\n";
-    for (int64_t i = 0; i < data.size(); ++i)
-      text += str(data.indices[i], "\t", format_prediction(s, r.logits.data() + i * K), "\n");
-    const std::string task = s.task.task_name.empty() ? "data" : s.task.task_name;
-    const std::string tag = str(task, suffix.empty() ? "" : "-mm");
-    const fs::path results = out / str("predict_results_", tag, ".txt");
-    write_file_atomically(results.string(), text);
-    s.print("predictions: " + results.string());
-    if (c.save_logits) {
-      std::string logits = "index";
-      for (int64_t k = 0; k < K; ++k) logits += str("\tlogit_", k);
-      logits += "\n";
-      for (int64_t i = 0; i < data.size(); ++i) {
-        logits += str(data.indices[i]);
-        for (int64_t k = 0; k < K; ++k) {
-          char value[32];
-          std::snprintf(value, sizeof value, "\t%.9g", static_cast<double>(r.logits[i * K + k]));
-          logits += value;
-        }
-        logits += "\n";
-      }
-      write_file_atomically((out / str("predict_logits_", tag, ".tsv")).string(), logits);
-    }
-  }
 }
 
 // all_results.json, and after training trainer_state.json, training_curves.svg and log.jsonl.

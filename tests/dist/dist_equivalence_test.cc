@@ -12,6 +12,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "model/param_layout.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "step/train_step.h"
 
 namespace cpuft {
 namespace {
@@ -44,16 +46,6 @@ int g_failures = 0;
       ++g_failures;                                                        \
     }                                                                      \
   } while (0)
-
-// The model's listener, forwarding to the reducer (what the trainer's adapter does).
-class ReducerListener final : public GradListener {
- public:
-  explicit ReducerListener(GradReducer& reducer) : reducer_(reducer) {}
-  void on_layer_grads_ready(int layer) override { reducer_.layer_ready(layer); }
-
- private:
-  GradReducer& reducer_;
-};
 
 std::vector<LayerRange> backward_ranges(const ParamLayout& layout, const BertConfig& config) {
   std::vector<LayerRange> ranges;
@@ -84,31 +76,38 @@ uint64_t fnv1a(const void* data, size_t bytes) {
   return hash;
 }
 
-// One model replica: parameters, gradients, a model sized for its batch and an optimizer.
+// A copy of one step's gradients as the step saw them before clipping (reduced, for a replica
+// with a reducer).
+class GradientsAt final : public StepObserver {
+ public:
+  explicit GradientsAt(int64_t step) : step_(step) {}
+  void on_gradients(int64_t step, std::span<const float> grads) override {
+    if (step == step_) copy.assign(grads.begin(), grads.end());
+  }
+  std::vector<float> copy;
+
+ private:
+  int64_t step_;
+};
+
+// One model replica: parameters, gradients, a model sized for its batch, an optimizer and the
+// trainer's step over them.
 struct Replica {
   Replica(const SafetensorsFile& file, const BertConfig& config, const ParamLayout& layout,
-          const Batch& batch_in, const AdamWOptions& adamw_options)
+          const Batch& batch_in, const AdamWOptions& adamw_options, const StepOptions& options)
       : batch(batch_in),
         params(static_cast<size_t>(layout.total_floats())),
         grads(static_cast<size_t>(layout.total_floats())),
-        p(bind_params(layout, config, params.data())),
-        g(bind_params(layout, config, grads.data())),
         model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), 64}),
-        adamw(layout, adamw_options) {
+        adamw(layout, adamw_options),
+        step(model, layout, params, grads, adamw, options) {
     load_bert_weights(file, layout, config, params.data(), LoadOptions{"init.", 0});
-  }
-  // Zeroes the gradients and runs forward + backward (reporting layers to `listener`).
-  void gradients(int64_t step, int rank, GradListener* listener) {
-    grads.zero();
-    model.forward(p, batch,
-                  StepContext{42, static_cast<uint64_t>(step), static_cast<uint32_t>(rank)});
-    model.backward(p, g, listener);
   }
   Batch batch;
   AlignedBuffer<float> params, grads;
-  BertParams p, g;
   BertModel model;
   AdamW adamw;
+  TrainStep step;
 };
 
 int run(const std::string& backend) {
@@ -131,13 +130,18 @@ int run(const std::string& backend) {
   const double max_grad_norm = hyper.at("max_grad_norm");
   const std::vector<std::string> zero = zero_true_grad(file);
 
-  Replica whole(file, config, layout, batch, adamw_options);
-  Replica part(file, config, layout, shard(batch, comm->rank(), comm->world_size()), adamw_options);
+  // The whole batch as rank 0 would see it alone; this rank's half, averaged with the other's.
+  Replica whole(file, config, layout, batch, adamw_options, StepOptions{42, 0, 1, max_grad_norm});
+  Replica part(file, config, layout, shard(batch, comm->rank(), comm->world_size()), adamw_options,
+               StepOptions{42, static_cast<uint32_t>(comm->rank()), 1, max_grad_norm});
   // Small caps so that the tiny model gets several buckets: {classifier, pooler}, {1}, {0}, {-1}.
   const BucketPlan plan(backward_ranges(layout, config), 16 * 1024, 1024);
   CPUFT_REQUIRE(plan.num_buckets() >= 3, "expected several buckets, got ", plan.num_buckets());
   GradReducer reducer(*comm, plan, part.grads.data(), layout.total_floats());
-  ReducerListener listener(reducer);
+  part.step.set_reducer(&reducer);
+  GradientsAt whole_step0(0), part_step0(0);
+  whole.step.set_observer(&whole_step0);
+  part.step.set_observer(&part_step0);
 
   const std::vector<std::string> fingerprints = comm->all_gather_string(plan.fingerprint());
   for (const std::string& f : fingerprints)
@@ -145,33 +149,25 @@ int run(const std::string& backend) {
 
   double lr_sum = 0;
   for (int64_t step = 0; step < 3; ++step) {
-    whole.gradients(step, 0, nullptr);
-    reducer.begin_step(step);
-    part.gradients(step, comm->rank(), &listener);
-    reducer.finish();
-    if (step == 0) {
-      double global = l2(whole.grads.data(), layout.total_floats());
-      for (const ParamSpec& spec : layout.specs()) {
-        const float* ours = part.grads.data() + spec.offset;
-        const float* ref = whole.grads.data() + spec.offset;
-        const double ref_norm = l2(ref, spec.numel);
-        const double error = relative_l2(ours, ref, spec.numel) * ref_norm;
-        // Exactly-zero gradients (key biases) are rounding noise on both sides: floor of 1e-6 of
-        // the global norm, as the golden tests.
-        EXPECT_OR_COUNT(error <= 1e-5 * ref_norm + (contains(zero, spec.name) ? 1e-6 * global : 0),
-                        "step 0 gradient ", spec.name, ": relative L2 error ",
-                        error / (ref_norm > 0 ? ref_norm : 1));
-      }
-    }
-    const double whole_norm =
-        clip_grad_norm(whole.grads.data(), layout.total_floats(), max_grad_norm);
-    const double part_norm =
-        clip_grad_norm(part.grads.data(), layout.total_floats(), max_grad_norm);
+    const double whole_norm = whole.step.run(step, {&whole.batch, 1}, schedule.lr(step)).grad_norm;
+    const double part_norm = part.step.run(step, {&part.batch, 1}, schedule.lr(step)).grad_norm;
     EXPECT_OR_COUNT(std::abs(whole_norm - part_norm) <= 1e-5 * whole_norm, "step ", step,
                     " gradient norm ", part_norm, " vs whole batch ", whole_norm);
-    whole.adamw.step(whole.params.data(), whole.grads.data(), schedule.lr(step));
-    part.adamw.step(part.params.data(), part.grads.data(), schedule.lr(step));
     lr_sum += schedule.lr(step);
+  }
+
+  // Step 0's averaged gradients against the whole batch's, before clipping.
+  const double global = l2(whole_step0.copy.data(), layout.total_floats());
+  for (const ParamSpec& spec : layout.specs()) {
+    const float* ours = part_step0.copy.data() + spec.offset;
+    const float* ref = whole_step0.copy.data() + spec.offset;
+    const double ref_norm = l2(ref, spec.numel);
+    const double error = relative_l2(ours, ref, spec.numel) * ref_norm;
+    // Exactly-zero gradients (key biases) are rounding noise on both sides: floor of 1e-6 of the
+    // global norm, as the golden tests.
+    EXPECT_OR_COUNT(error <= 1e-5 * ref_norm + (contains(zero, spec.name) ? 1e-6 * global : 0),
+                    "step 0 gradient ", spec.name, ": relative L2 error ",
+                    error / (ref_norm > 0 ? ref_norm : 1));
   }
 
   for (const ParamSpec& spec : layout.specs()) {

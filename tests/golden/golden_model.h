@@ -16,6 +16,7 @@
 #include "model/param_layout.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "step/train_step.h"
 
 namespace cpuft::golden {
 
@@ -37,22 +38,20 @@ struct GoldenModel {
     float loss;        // before the step's update
     double grad_norm;  // pre-clip global norm
   };
-  // The fixture's recipe (metadata "hyper", tests/fixtures/README.md): 3 Trainer-style steps on
-  // its batch (zero, forward, backward, clip, AdamW, and the bf16 weight refresh the trainer does).
+  // The fixture's recipe (metadata "hyper", tests/fixtures/README.md): 3 steps of the trainer's
+  // TrainStep on its batch (forward, backward, clip, AdamW, bf16 weight refresh, zeroing). The
+  // step starts from zero gradients, whatever a gradient check left in `grads` before.
   std::array<StepRecord, 3> train_three_steps() {
     const nlohmann::json hyper = metadata_json(file, "hyper");
     AdamW adamw(layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
                                      hyper.at("weight_decay")});
+    TrainStep train_step(model, layout, params, grads, adamw,
+                         StepOptions{42, 0, 1, max_grad_norm()});
     const LrSchedule schedule = lr_schedule();
     std::array<StepRecord, 3> records{};
     for (int step = 0; step < 3; ++step) {
-      grads.zero();
-      records[step].loss = model.forward(p, batch, StepContext{42, static_cast<uint64_t>(step)});
-      model.backward(p, g);
-      records[step].grad_norm =
-          clip_grad_norm(grads.data(), layout.total_floats(), max_grad_norm());
-      adamw.step(params.data(), grads.data(), schedule.lr(step));
-      model.refresh_bf16_weights(p);  // a no-op for fp32
+      const StepResult r = train_step.run(step, {&batch, 1}, schedule.lr(step));
+      records[step] = {static_cast<float>(r.loss), r.grad_norm};  // one micro-batch: its loss
     }
     return records;
   }

@@ -1,0 +1,123 @@
+#include "step/train_step.h"
+
+#include "core/check.h"
+#include "core/profile.h"
+
+namespace cpuft {
+
+namespace {
+
+using Clock = PhaseTime::Clock;
+
+double seconds_between(Clock::time_point begin, Clock::time_point end) {
+  return std::chrono::duration<double>(end - begin).count();
+}
+
+}  // namespace
+
+const char* phase_name(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::forward:
+      return "forward";
+    case StepPhase::backward:
+      return "backward";
+    case StepPhase::reduce:
+      return "reduce";
+    case StepPhase::optimizer:
+      return "optimizer";
+  }
+  return "?";
+}
+
+void TimelineRecorder::on_phase(const PhaseTime& time) {
+  if (time.phase == StepPhase::reduce) return;  // GradReducer records it as "exposed_comm"
+  timeline_.add(phase_name(time.phase), "compute", timeline_.micros(time.begin),
+                timeline_.micros(time.end), 0, time.step);
+}
+
+TrainStep::TrainStep(BertModel& model, const ParamLayout& layout, AlignedBuffer<float>& params,
+                     AlignedBuffer<float>& grads, AdamW& adamw, const StepOptions& options)
+    : model_(model),
+      params_(params),
+      grads_(grads),
+      p_(bind_params(layout, model.config(), params.data())),
+      g_(bind_params(layout, model.config(), grads.data())),
+      adamw_(adamw),
+      options_(options) {
+  CPUFT_CHECK(static_cast<int64_t>(params.size()) == layout.total_floats() &&
+              static_cast<int64_t>(grads.size()) == layout.total_floats());
+  CPUFT_CHECK(options.accumulation >= 1, "accumulation ", options.accumulation);
+  grads_.zero();
+}
+
+void TrainStep::Fanout::on_layer_grads_ready(int layer) {
+  if (reducer) reducer->layer_ready(layer);
+  if (listener) listener->on_layer_grads_ready(layer);
+}
+
+void TrainStep::observe(StepPhase phase, int64_t step, int micro, Clock::time_point begin,
+                        Clock::time_point end) const {
+  if (observer_) observer_->on_phase(PhaseTime{phase, step, micro, begin, end});
+}
+
+StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, double lr) {
+  const int micros = static_cast<int>(micro_batches.size());
+  CPUFT_CHECK(micros >= 1 && micros <= options_.accumulation, micros, " micro-batches for ",
+              options_.accumulation, " accumulation steps");
+  // Each micro-batch's mean loss is divided by the accumulation steps, so that the accumulated
+  // gradient is that of the mean over a full step's micro-batches (the divisor stays for a short
+  // last step of an epoch).
+  const float loss_scale = 1.0f / static_cast<float>(options_.accumulation);
+  StepResult result;
+  const Clock::time_point step_begin = Clock::now();
+
+  double loss_sum = 0;
+  for (int micro = 0; micro < micros; ++micro) {
+    const bool last = micro + 1 == micros;
+    // Dropout masks are keyed by the micro-batch's global number (and the rank), so a resumed run
+    // draws the same masks as an uninterrupted one.
+    const StepContext context{options_.seed,
+                              static_cast<uint64_t>(step * options_.accumulation + micro),
+                              options_.rank, true};
+    const Clock::time_point t0 = Clock::now();
+    loss_sum +=
+        model_.forward(p_, micro_batches[static_cast<size_t>(micro)], context, true, loss_scale);
+    const Clock::time_point t1 = Clock::now();
+    // Gradients are reduced once per optimizer step, during the last micro-batch's backward: its
+    // layers are reported as they become final, and the reducer launches their buckets.
+    if (last && fanout_.reducer) fanout_.reducer->begin_step(step);
+    model_.backward(p_, g_, last && !fanout_.empty() ? &fanout_ : nullptr);
+    const Clock::time_point t2 = Clock::now();
+    result.forward_seconds += seconds_between(t0, t1);
+    result.backward_seconds += seconds_between(t1, t2);
+    observe(StepPhase::forward, step, micro, t0, t1);
+    observe(StepPhase::backward, step, micro, t1, t2);
+  }
+  result.loss = loss_sum / static_cast<double>(micros);
+
+  if (fanout_.reducer) {
+    const Clock::time_point t0 = Clock::now();
+    fanout_.reducer->finish();  // waits for the buckets in flight, averages over the ranks
+    const Clock::time_point t1 = Clock::now();
+    result.reduce_seconds = seconds_between(t0, t1);
+    observe(StepPhase::reduce, step, 0, t0, t1);
+  }
+  if (observer_) observer_->on_gradients(step, grads_.span());
+
+  const Clock::time_point t0 = Clock::now();
+  {
+    CPUFT_PROFILE("optimizer (clip+adamw+zero+bf16 refresh)");
+    result.grad_norm =
+        clip_grad_norm(grads_.data(), static_cast<int64_t>(grads_.size()), options_.max_grad_norm);
+    adamw_.step(params_.data(), grads_.data(), lr);
+    model_.refresh_bf16_weights(p_);  // the bf16 copy follows every update (--bf16)
+    grads_.zero();                    // the next step accumulates from zero
+  }
+  const Clock::time_point t1 = Clock::now();
+  result.optimizer_seconds = seconds_between(t0, t1);
+  observe(StepPhase::optimizer, step, 0, t0, t1);
+  result.seconds = seconds_between(step_begin, t1);
+  return result;
+}
+
+}  // namespace cpuft

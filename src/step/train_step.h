@@ -1,0 +1,127 @@
+// TrainStep: one optimizer step of a model replica, the only place the step is written.
+//
+//   for each micro-batch m of the step:                        (gradient accumulation)
+//     forward (loss scaled by 1 / accumulation)  →  backward (gradients accumulate)
+//   [GradReducer: begun before the last micro-batch's backward, which reports its layers to it,
+//    finished after it: the gradients are then averaged over the ranks]
+//   clip_grad_norm → AdamW::step(lr) → refresh_bf16_weights → zero the gradients
+//
+// Every caller runs this: Trainer::train, `cpuft bench --scaling` (train/scaling.cc),
+// cpuft_bench_step, the golden tests (tests/golden/golden_model.h) and the distributed
+// equivalence test, so the benchmarks time and the tests check the trainer's step.
+//
+// The step holds references: the model, the flat parameter and gradient buffers and the optimizer
+// belong to the caller (the trainer also evaluates, checkpoints and resumes them). run() allocates
+// nothing and creates no primitive; it calls into objects sized at construction.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+
+#include "core/buffer.h"
+#include "dist/grad_reducer.h"
+#include "dist/step_timeline.h"
+#include "model/batch.h"
+#include "model/bert_model.h"
+#include "model/bert_params.h"
+#include "model/param_layout.h"
+#include "optim/adamw.h"
+
+namespace cpuft {
+
+struct StepOptions {
+  uint64_t seed = 42;        // dropout: StepContext{seed, step * accumulation + micro, rank}
+  uint32_t rank = 0;         // this replica's rank (its own dropout masks)
+  int64_t accumulation = 1;  // micro-batches per optimizer step
+  double max_grad_norm = 1;  // clip_grad_norm's max_norm (<= 0: no clipping)
+};
+
+// What a step measured. Phase times are wall-clock seconds on the calling thread.
+struct StepResult {
+  double loss = 0;               // mean over the micro-batches of their (unscaled) mean losses
+  double grad_norm = 0;          // global L2 norm of the (reduced) gradients, before clipping
+  double forward_seconds = 0;    // summed over the micro-batches
+  double backward_seconds = 0;   // summed over the micro-batches
+  double reduce_seconds = 0;     // waiting in GradReducer::finish (0 without a reducer)
+  double optimizer_seconds = 0;  // clip + AdamW + bf16 refresh + zeroing
+  double seconds = 0;            // the whole step
+};
+
+enum class StepPhase { forward, backward, reduce, optimizer };
+const char* phase_name(StepPhase phase);  // "forward", "backward", "reduce", "optimizer"
+
+struct PhaseTime {
+  using Clock = std::chrono::steady_clock;
+  StepPhase phase;
+  int64_t step;  // the optimizer step
+  int micro;     // the micro-batch (forward, backward); 0 for reduce and optimizer
+  Clock::time_point begin, end;
+};
+
+// Watches a step from outside (timelines, stopwatches, tests); both hooks default to nothing and
+// are called on the step's thread. They must not allocate if the caller wants an allocation-free
+// step.
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  // A phase has ended: forward and backward once per micro-batch, reduce (with a reducer) and
+  // optimizer once per step.
+  virtual void on_phase(const PhaseTime& /*time*/) {}
+  // The step's gradients, accumulated and reduced, just before clipping.
+  virtual void on_gradients(int64_t /*step*/, std::span<const float> /*grads*/) {}
+};
+
+// Records "forward", "backward" and "optimizer" events (category "compute", tid 0, argument: the
+// step) into a StepTimeline; the reducer records its own "allreduce" and "exposed_comm" events.
+class TimelineRecorder final : public StepObserver {
+ public:
+  explicit TimelineRecorder(StepTimeline& timeline) : timeline_(timeline) {}
+  void on_phase(const PhaseTime& time) override;
+
+ private:
+  StepTimeline& timeline_;
+};
+
+class TrainStep {
+ public:
+  // `params` and `grads` hold layout.total_floats() floats; the model's views of them are bound
+  // here. The gradients are zeroed: a step starts from zero gradients and leaves them zero.
+  TrainStep(BertModel& model, const ParamLayout& layout, AlignedBuffer<float>& params,
+            AlignedBuffer<float>& grads, AdamW& adamw, const StepOptions& options);
+
+  // Averages the gradients over the ranks during the last micro-batch's backward; nullptr: none.
+  // The reducer must index `grads`.
+  void set_reducer(GradReducer* reducer) { fanout_.reducer = reducer; }
+  // Also hears the last micro-batch's backward, layer by layer (after the reducer); nullptr: none.
+  void set_listener(GradListener* listener) { fanout_.listener = listener; }
+  void set_observer(StepObserver* observer) { observer_ = observer; }
+
+  // Optimizer step `step` (0-based; numbers the dropout masks and the reducer's step) over 1 to
+  // options.accumulation micro-batches with learning rate `lr`. Fewer micro-batches (the end of an
+  // epoch) keep the loss scale 1 / accumulation.
+  StepResult run(int64_t step, std::span<const Batch> micro_batches, double lr);
+
+ private:
+  // What the last micro-batch's backward reports: the reducer first (it launches buckets), then
+  // the caller's listener.
+  struct Fanout final : GradListener {
+    void on_layer_grads_ready(int layer) override;
+    bool empty() const { return reducer == nullptr && listener == nullptr; }
+    GradReducer* reducer = nullptr;
+    GradListener* listener = nullptr;
+  };
+  void observe(StepPhase phase, int64_t step, int micro, PhaseTime::Clock::time_point begin,
+               PhaseTime::Clock::time_point end) const;
+
+  BertModel& model_;
+  AlignedBuffer<float>& params_;
+  AlignedBuffer<float>& grads_;
+  BertParams p_, g_;  // the model's views of params_ and grads_
+  AdamW& adamw_;
+  StepOptions options_;
+  Fanout fanout_;
+  StepObserver* observer_ = nullptr;
+};
+
+}  // namespace cpuft

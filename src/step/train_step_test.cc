@@ -1,0 +1,247 @@
+// TrainStep on a tiny random BERT: what a step leaves behind, the order of its hooks, gradient
+// accumulation and the reducer wiring. The numbers themselves are checked against Hugging Face by
+// the golden tests (tests/golden), which run their three steps through TrainStep.
+#include "step/train_step.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "dist/bucket_plan.h"
+#include "dist/communicator.h"
+
+// Every C++ allocation of this test binary is counted, so a test can check that a step makes none
+// (the array and nothrow forms call these).
+namespace {
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t align) {
+  ++g_allocations;
+  const auto a = static_cast<std::size_t>(align);
+  const std::size_t rounded =
+      std::max<std::size_t>(a, (n + a - 1) / a * a);  // aligned_alloc's rule
+  if (void* p = std::aligned_alloc(a, rounded)) return p;
+  throw std::bad_alloc();
+}
+// Not inlined: GCC would otherwise see free() on memory from operator new and warn.
+__attribute__((noinline)) void operator delete(void* p) noexcept {
+  std::free(p);
+}
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+__attribute__((noinline)) void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+__attribute__((noinline)) void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
+namespace cpuft {
+namespace {
+
+// Dropout off, so that two runs of the same batch split differently are comparable.
+const char* kTinyConfig = R"({
+  "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "intermediate_size": 48, "max_position_embeddings": 32, "num_labels": 3,
+  "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0
+})";
+
+Batch random_batch(const BertConfig& config, const std::vector<int>& lengths, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Batch batch;
+  for (int T : lengths) {
+    std::vector<int32_t> ids(static_cast<size_t>(T)), types(static_cast<size_t>(T), 0);
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % config.vocab_size);
+    batch.add_sequence(ids, types);
+    batch.labels.push_back(static_cast<int32_t>(rng() % config.num_labels));
+  }
+  return batch;
+}
+
+// A replica: weights, gradients, model, optimizer and its step.
+struct Replica {
+  explicit Replica(const StepOptions& options)
+      : config(parse_bert_config(kTinyConfig, "tiny.json")),
+        layout(config),
+        params(static_cast<size_t>(layout.total_floats())),
+        grads(static_cast<size_t>(layout.total_floats())),
+        model(config, ModelLimits{64, 4, 16}),
+        adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01}),
+        step(model, layout, params, grads, adamw, options) {
+    init_random_weights(layout, params.data(), 0.02f, 3);
+    model.refresh_bf16_weights(bind_params(layout, config, params.data()));
+  }
+  BertConfig config;
+  ParamLayout layout;
+  AlignedBuffer<float> params, grads;
+  BertModel model;
+  AdamW adamw;
+  TrainStep step;
+};
+
+bool all_zero(const AlignedBuffer<float>& buffer) {
+  for (size_t i = 0; i < buffer.size(); ++i)
+    if (buffer[i] != 0.0f) return false;
+  return true;
+}
+
+TEST(TrainStep, StartsAndEndsWithZeroGradientsAndUpdatesTheWeights) {
+  Replica r(StepOptions{});
+  r.grads[7] = 1.0f;  // a gradient left behind (by a gradient test, say): a new step clears it
+  TrainStep step(r.model, r.layout, r.params, r.grads, r.adamw, StepOptions{});
+  EXPECT_TRUE(all_zero(r.grads));
+  const std::vector<float> before(r.params.data(), r.params.data() + r.params.size());
+  const Batch batch = random_batch(r.config, {5, 9, 3}, 1);
+  const StepResult result = step.run(0, {&batch, 1}, 1e-3);
+  EXPECT_TRUE(all_zero(r.grads));
+  EXPECT_EQ(r.adamw.steps_taken(), 1);
+  EXPECT_NE(std::vector<float>(r.params.data(), r.params.data() + r.params.size()), before);
+  EXPECT_NEAR(result.loss, std::log(3.0), 0.1);  // near-uniform logits of a fresh head
+  EXPECT_GT(result.grad_norm, 0);
+  EXPECT_GE(result.seconds, result.forward_seconds + result.backward_seconds);
+  EXPECT_EQ(result.reduce_seconds, 0);
+}
+
+// Records what the hooks hear, in order.
+struct Recorder final : StepObserver, GradListener {
+  void on_phase(const PhaseTime& time) override {
+    EXPECT_LE(time.begin, time.end);
+    events.push_back(std::string(phase_name(time.phase)) + " " + std::to_string(time.micro));
+  }
+  void on_gradients(int64_t step, std::span<const float> grads) override {
+    double sum = 0;
+    for (float g : grads) sum += static_cast<double>(g) * g;
+    events.push_back("gradients of step " + std::to_string(step));
+    norm = std::sqrt(sum);
+  }
+  void on_layer_grads_ready(int layer) override { layers.push_back(layer); }
+  std::vector<std::string> events;
+  std::vector<int> layers;
+  double norm = 0;
+};
+
+TEST(TrainStep, HooksHearThePhasesInOrderAndTheLastBackwardOnly) {
+  Replica r(StepOptions{42, 0, 2, 1.0});
+  Recorder recorder;
+  r.step.set_observer(&recorder);
+  r.step.set_listener(&recorder);
+  const Batch a = random_batch(r.config, {4, 6}, 1), b = random_batch(r.config, {7, 2}, 2);
+  const std::vector<Batch> micro = {a, b};
+  const StepResult result = r.step.run(3, micro, 1e-3);
+  EXPECT_EQ(recorder.events,
+            (std::vector<std::string>{"forward 0", "backward 0", "forward 1", "backward 1",
+                                      "gradients of step 3", "optimizer 0"}));
+  // Backward order, once: classifier, pooler, layers 1 and 0, embeddings.
+  EXPECT_EQ(recorder.layers, (std::vector<int>{3, 2, 1, 0, -1}));
+  EXPECT_NEAR(recorder.norm, result.grad_norm, 1e-6 * result.grad_norm);
+}
+
+// Two micro-batches of two sequences each, with the loss divided by 2, give the gradient of the
+// mean over the four sequences: the same loss and gradient norm as one batch of the four.
+TEST(TrainStep, AccumulatedMicroBatchesMatchTheWholeBatch) {
+  Replica whole(StepOptions{42, 0, 1, 0.0});
+  Replica split(StepOptions{42, 0, 2, 0.0});
+  const std::vector<int> lengths = {6, 6, 6, 6};
+  const Batch batch = random_batch(whole.config, lengths, 5);
+  std::vector<Batch> halves(2);
+  for (int64_t s = 0; s < 4; ++s) {
+    const auto begin = static_cast<size_t>(batch.seq_offsets[s]);
+    halves[s / 2].add_sequence({batch.input_ids.data() + begin, 6},
+                               {batch.token_type_ids.data() + begin, 6});
+    halves[s / 2].labels.push_back(batch.labels[static_cast<size_t>(s)]);
+  }
+  const StepResult w = whole.step.run(0, {&batch, 1}, 1e-3);
+  const StepResult s = split.step.run(0, halves, 1e-3);
+  EXPECT_NEAR(s.loss, w.loss, 1e-6 * w.loss);
+  EXPECT_NEAR(s.grad_norm, w.grad_norm, 1e-5 * w.grad_norm);
+}
+
+TEST(TrainStep, RefusesMoreMicroBatchesThanAccumulationSteps) {
+  Replica r(StepOptions{});
+  const std::vector<Batch> micro(2, random_batch(r.config, {3}, 1));
+  EXPECT_THROW(r.step.run(0, micro, 1e-3), Error);
+  EXPECT_THROW(r.step.run(0, {}, 1e-3), Error);
+}
+
+// With a reducer (one process: averaging over one rank changes nothing), every layer reaches it
+// during the last backward and finish() runs: the result equals the step without one.
+TEST(TrainStep, ReducerHearsEveryLayerAndIsFinished) {
+  Replica plain(StepOptions{});
+  Replica reduced(StepOptions{});
+  std::vector<LayerRange> ranges;
+  for (int layer = classifier_layer(reduced.config); layer >= kEmbeddingsLayer; --layer) {
+    const auto [begin, end] = reduced.layout.layer_range(layer);
+    ranges.push_back({layer, begin, end});
+  }
+  const BucketPlan plan(ranges, 4 * 1024, 1024);
+  SingleProcessCommunicator comm;
+  GradReducer reducer(comm, plan, reduced.grads.data(), reduced.layout.total_floats());
+  reduced.step.set_reducer(&reducer);
+  const Batch batch = random_batch(plain.config, {5, 8}, 9);
+  for (int64_t step = 0; step < 2; ++step) {
+    const StepResult a = plain.step.run(step, {&batch, 1}, 1e-3);
+    const StepResult b = reduced.step.run(step, {&batch, 1}, 1e-3);
+    EXPECT_EQ(a.loss, b.loss);
+    EXPECT_EQ(a.grad_norm, b.grad_norm);
+    EXPECT_EQ(reducer.last_stats().step, step);
+    EXPECT_EQ(reducer.last_stats().buckets, plan.num_buckets());
+  }
+  for (size_t i = 0; i < plain.params.size(); ++i)
+    ASSERT_EQ(plain.params[i], reduced.params[i]) << i;
+}
+
+// Once warm (the first step registers its profile regions), a step allocates nothing of its own,
+// with accumulation, a reducer and a timeline: exactly the allocations of the model's forward and
+// backward passes, which are oneDNN's small per-call argument maps (src/gemm/matmul_plan.cc), never
+// a buffer.
+TEST(TrainStep, AllocatesNothingOfItsOwnOnceWarm) {
+  Replica r(StepOptions{42, 0, 2, 1.0});
+  std::vector<LayerRange> ranges;
+  for (int layer = classifier_layer(r.config); layer >= kEmbeddingsLayer; --layer) {
+    const auto [begin, end] = r.layout.layer_range(layer);
+    ranges.push_back({layer, begin, end});
+  }
+  const BucketPlan plan(ranges, 4 * 1024, 1024);
+  SingleProcessCommunicator comm;
+  GradReducer reducer(comm, plan, r.grads.data(), r.layout.total_floats());
+  StepTimeline timeline;
+  TimelineRecorder recorder(timeline);
+  r.step.set_reducer(&reducer);
+  r.step.set_observer(&recorder);
+  const std::vector<Batch> micro = {random_batch(r.config, {4, 6}, 1),
+                                    random_batch(r.config, {7, 2, 5}, 2)};
+  r.step.run(0, micro, 1e-3);
+  const int64_t before_step = g_allocations.load();
+  r.step.run(1, micro, 1e-3);
+  const int64_t step_allocations = g_allocations.load() - before_step;
+
+  // The model's passes alone, on the same micro-batches (their gradients are discarded).
+  const BertParams p = bind_params(r.layout, r.config, r.params.data());
+  const BertParams g = bind_params(r.layout, r.config, r.grads.data());
+  const int64_t before_model = g_allocations.load();
+  for (const Batch& batch : micro) {
+    r.model.forward(p, batch, StepContext{});
+    r.model.backward(p, g);
+  }
+  const int64_t model_allocations = g_allocations.load() - before_model;
+  EXPECT_EQ(step_allocations, model_allocations);
+  // 2 steps x (2 forward, 2 backward, 1 optimizer); the reduce phase is the reducer's to record.
+  EXPECT_EQ(timeline.size(), 10u);
+}
+
+}  // namespace
+}  // namespace cpuft
