@@ -25,7 +25,7 @@
 #include "model/param_layout.h"
 #include "optim/adamw.h"
 #include "step/train_step.h"
-#include "train/scaling.h"
+#include "scaling/scaling.h"
 
 namespace cpuft {
 namespace {

@@ -20,10 +20,10 @@ packages=(
   libcli11-dev           # command line
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev  # libFuzzer smoke run (clang-format itself: scripts/fetch_clang_format.sh)
-  openmpi-bin libopenmpi-dev iproute2    # src/dist: MPI communicator, mpirun tests, netns hosts
+  openmpi-bin libopenmpi-dev iproute2    # src/parallel: MPI communicator, mpirun tests, netns hosts
   libfabric1             # oneCCL's OFI transport (oneCCL itself: scripts/fetch_oneccl.sh, PyPI)
   mpich libmpich-dev     # the second MPI the dist tests run against (Open MPI stays the default)
-  slurmctld slurmd slurm-client munge    # srun tests on a one-node cluster (tests/dist)
+  slurmctld slurmd slurm-client munge    # srun tests on a one-node cluster (tests/parallel)
   python3 python3-pip unzip ca-certificates
 )
 

@@ -20,8 +20,8 @@
 #include <span>
 
 #include "core/buffer.h"
-#include "dist/grad_reducer.h"
-#include "dist/step_timeline.h"
+#include "parallel/grad_reducer.h"
+#include "core/step_timeline.h"
 #include "model/batch.h"
 #include "model/bert_model.h"
 #include "model/bert_params.h"

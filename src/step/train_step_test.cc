@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/check.h"
-#include "dist/bucket_plan.h"
-#include "dist/communicator.h"
+#include "parallel/bucket_plan.h"
+#include "parallel/communicator.h"
 
 // Every C++ allocation of this test binary is counted, so a test can check that a step makes none
 // (the array and nothrow forms call these).

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/launcher.h"
+#include "parallel/communicator.h"
+#include "parallel/launcher.h"
 
 namespace cpuft {
 

@@ -13,9 +13,9 @@
 
 #include "core/buffer.h"
 #include "data/wordpiece_tokenizer.h"
-#include "dist/bucket_plan.h"
-#include "dist/grad_reducer.h"
-#include "dist/step_timeline.h"
+#include "parallel/bucket_plan.h"
+#include "parallel/grad_reducer.h"
+#include "core/step_timeline.h"
 #include "model/bert_config.h"
 #include "model/bert_model.h"
 #include "model/bert_params.h"

@@ -9,7 +9,7 @@
 #   MPIRUN       mpirun starts inside the first namespace with a hostfile of the two addresses; its
 #                launch agent (in place of ssh) maps an address to `ip netns exec NS`. Open MPI's
 #                out-of-band and byte-transfer layers are restricted to 198.18.0.0/15.
-#   --torchrun   as torchrun on two nodes: tests/dist/torchrun_style.sh runs in each namespace
+#   --torchrun   as torchrun on two nodes: tests/parallel/torchrun_style.sh runs in each namespace
 #                (--nnodes 2 --node_rank 0|1) with MASTER_ADDR=198.18.0.1, the first host (the
 #                rendezvous of the oneCCL backend).
 #

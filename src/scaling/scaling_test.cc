@@ -1,5 +1,5 @@
 // The scaling model on cases small enough to compute by hand.
-#include "train/scaling.h"
+#include "scaling/scaling.h"
 
 #include <gtest/gtest.h>
 

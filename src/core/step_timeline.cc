@@ -1,4 +1,4 @@
-#include "dist/step_timeline.h"
+#include "core/step_timeline.h"
 
 #include <cstdio>
 #include <fstream>

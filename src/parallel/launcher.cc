@@ -1,4 +1,4 @@
-#include "dist/launcher.h"
+#include "parallel/launcher.h"
 
 #include <charconv>
 #include <cstdlib>

@@ -1,6 +1,6 @@
-// Unit tests of src/dist that need no second process: launcher detection, bucket plans, the
+// Unit tests of src/parallel that need no second process: launcher detection, bucket plans, the
 // gradient reducer over a fake communicator, the timeline and the backend factory's refusals.
-// Multi-process tests (mpirun) live in tests/dist.
+// Multi-process tests (mpirun) live in tests/parallel.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "core/check.h"
-#include "dist/bucket_plan.h"
-#include "dist/communicator.h"
-#include "dist/factory_error_for_tests.h"
-#include "dist/grad_reducer.h"
-#include "dist/launcher.h"
-#include "dist/step_timeline.h"
+#include "parallel/bucket_plan.h"
+#include "parallel/communicator.h"
+#include "parallel/factory_error_for_tests.h"
+#include "parallel/grad_reducer.h"
+#include "parallel/launcher.h"
+#include "core/step_timeline.h"
 
 namespace cpuft {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 
 namespace cpuft {
 

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "core/check.h"
-#include "dist/communicator.h"
-#include "dist/launcher.h"
+#include "parallel/communicator.h"
+#include "parallel/launcher.h"
 
 namespace cpuft {
 

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "core/check.h"
-#include "dist/bucket_plan.h"
-#include "dist/communicator.h"
-#include "dist/grad_reducer.h"
-#include "dist/launcher.h"
+#include "parallel/bucket_plan.h"
+#include "parallel/communicator.h"
+#include "parallel/grad_reducer.h"
+#include "parallel/launcher.h"
 
 namespace {
 

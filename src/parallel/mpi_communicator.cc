@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "core/check.h"
-#include "dist/communicator.h"
-#include "dist/pending_ops.h"
+#include "parallel/communicator.h"
+#include "parallel/pending_ops.h"
 
 namespace cpuft {
 

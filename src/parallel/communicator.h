@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/launcher.h"
+#include "parallel/launcher.h"
 
 namespace cpuft {
 

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/bucket_plan.h"
+#include "parallel/bucket_plan.h"
 
 namespace CLI {
 class App;

@@ -1,14 +1,14 @@
 // The oneCCL communicator inside one process (built only with oneCCL). Multi-rank behaviour is
-// tested under mpirun and tests/dist/torchrun_style.sh (ctest -L dist).
+// tested under mpirun and tests/parallel/torchrun_style.sh (ctest -L dist).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "core/check.h"
-#include "dist/communicator.h"
-#include "dist/factory_error_for_tests.h"
-#include "dist/launcher.h"
+#include "parallel/communicator.h"
+#include "parallel/factory_error_for_tests.h"
+#include "parallel/launcher.h"
 
 namespace cpuft {
 namespace {

@@ -1,4 +1,4 @@
-#include "dist/bucket_plan.h"
+#include "parallel/bucket_plan.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "dist/grad_reducer.h"
+#include "parallel/grad_reducer.h"
 
 #include <algorithm>
 

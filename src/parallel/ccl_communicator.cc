@@ -46,8 +46,8 @@
 #include <oneapi/ccl.hpp>
 
 #include "core/check.h"
-#include "dist/communicator.h"
-#include "dist/pending_ops.h"
+#include "parallel/communicator.h"
+#include "parallel/pending_ops.h"
 
 namespace cpuft {
 

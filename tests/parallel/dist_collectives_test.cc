@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/check.h"
-#include "dist/communicator.h"
-#include "dist/launcher.h"
+#include "parallel/communicator.h"
+#include "parallel/launcher.h"
 
 namespace {
 

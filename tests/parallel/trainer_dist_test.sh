@@ -5,7 +5,7 @@
 #   2. the same job across two "hosts" (network namespaces, TCP) gives bit-identical weights to the
 #      2-rank job on one host;
 #   3. a rank killed with SIGKILL mid-training ends the whole job within 30 s, with a message;
-#   4. srun on a one-node Slurm cluster (tests/dist/slurm_one_node.sh) gives the same weights, bit
+#   4. srun on a one-node Slurm cluster (tests/parallel/slurm_one_node.sh) gives the same weights, bit
 #      for bit, as mpirun;
 #   5. (WITH_CCL=1) the oneCCL backend, under mpirun and under torchrun-style variables (one host and
 #      two network-namespace hosts), gives weights bit-identical to the MPI backend's.

@@ -1,4 +1,4 @@
-#include "train/scaling.h"
+#include "scaling/scaling.h"
 
 #include <omp.h>
 
@@ -18,8 +18,8 @@
 #include "core/fp_env.h"
 #include "core/rng.h"
 #include "core/timer.h"
-#include "dist/communicator.h"
-#include "dist/launcher.h"
+#include "parallel/communicator.h"
+#include "parallel/launcher.h"
 #include "kernels/kernels.h"
 #include "model/bert_model.h"
 #include "model/param_layout.h"
