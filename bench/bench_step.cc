@@ -24,8 +24,8 @@
 #include "model/bert_model.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
-#include "step/train_step.h"
 #include "scaling/scaling.h"
+#include "step/train_step.h"
 
 namespace cpuft {
 namespace {

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/step_timeline.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/communicator.h"
 #include "parallel/factory_error_for_tests.h"
 #include "parallel/grad_reducer.h"
 #include "parallel/launcher.h"
-#include "core/step_timeline.h"
 
 namespace cpuft {
 namespace {

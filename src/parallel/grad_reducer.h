@@ -26,9 +26,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/step_timeline.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/communicator.h"
-#include "core/step_timeline.h"
 
 namespace cpuft {
 

@@ -18,12 +18,12 @@
 #include "core/fp_env.h"
 #include "core/rng.h"
 #include "core/timer.h"
-#include "parallel/communicator.h"
-#include "parallel/launcher.h"
 #include "kernels/kernels.h"
 #include "model/bert_model.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
+#include "parallel/communicator.h"
+#include "parallel/launcher.h"
 #include "step/train_step.h"
 
 namespace cpuft {

@@ -20,13 +20,13 @@
 #include <span>
 
 #include "core/buffer.h"
-#include "parallel/grad_reducer.h"
 #include "core/step_timeline.h"
 #include "model/batch.h"
 #include "model/bert_model.h"
 #include "model/bert_params.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
+#include "parallel/grad_reducer.h"
 
 namespace cpuft {
 

@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "core/buffer.h"
-#include "data/wordpiece_tokenizer.h"
-#include "parallel/bucket_plan.h"
-#include "parallel/grad_reducer.h"
 #include "core/step_timeline.h"
+#include "data/wordpiece_tokenizer.h"
 #include "model/bert_config.h"
 #include "model/bert_model.h"
 #include "model/bert_params.h"
 #include "model/param_layout.h"
+#include "parallel/bucket_plan.h"
+#include "parallel/grad_reducer.h"
 #include "train/distributed.h"
 #include "train/encoded_dataset.h"
 #include "train/task_data.h"

@@ -18,16 +18,16 @@
 
 #include "core/buffer.h"
 #include "core/check.h"
-#include "parallel/bucket_plan.h"
-#include "parallel/communicator.h"
-#include "parallel/grad_reducer.h"
-#include "parallel/launcher.h"
 #include "golden/golden_util.h"
 #include "io/bert_checkpoint.h"
 #include "model/bert_model.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "parallel/bucket_plan.h"
+#include "parallel/communicator.h"
+#include "parallel/grad_reducer.h"
+#include "parallel/launcher.h"
 #include "step/train_step.h"
 
 namespace cpuft {
