@@ -24,6 +24,7 @@
 
 #include "core/buffer.h"
 #include "core/check.h"
+#include "core/stats.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/communicator.h"
 #include "parallel/grad_reducer.h"
@@ -36,11 +37,6 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Fixed floating-point work that stays in L1 (the backward pass stand-in).
 volatile float g_sink = 0;
 void compute(int64_t iterations) {

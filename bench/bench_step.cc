@@ -18,6 +18,7 @@
 #include "core/fp_env.h"
 #include "core/profile.h"
 #include "core/rng.h"
+#include "core/stats.h"
 #include "fma_peak.h"
 #include "gemm/matmul_plan.h"
 #include "kernels/kernels.h"
@@ -41,11 +42,6 @@ double training_flops(const BertConfig& c, const Batch& batch) {
     flops += 6 * (D * D + D * static_cast<double>(c.num_labels));  // pooler + classifier
   }
   return flops;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 int run(int argc, char** argv) {

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "core/stats.h"
 
 namespace cpuft {
 
@@ -19,13 +20,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 bool is_float(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F64;
-}
-
-// FNV-1a: a stable per-name stream id (std::hash may differ between standard libraries).
-uint64_t stable_hash(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : text) h = (h ^ ch) * 0x100000001b3ull;
-  return h;
 }
 
 // The heads that BertForSequenceClassification creates when a checkpoint lacks them.
@@ -71,7 +65,7 @@ LoadReport load_bert_weights(const SafetensorsFile& file, const ParamLayout& lay
       std::fill_n(out, spec.numel, 0.0f);
     } else {
       // normal(0, initializer_range), as BertPreTrainedModel._init_weights does for nn.Linear.
-      const RngKey key{options.init_seed, stable_hash(spec.name)};
+      const RngKey key{options.init_seed, fnv1a64(spec.name)};
       const float stddev = static_cast<float>(config.initializer_range);
       for (int64_t i = 0; i < spec.numel; ++i)
         out[i] = stddev * normal_at(key, static_cast<uint64_t>(i));

@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "core/fp_env.h"
 #include "core/rng.h"
+#include "core/stats.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
 #include "model/bert_model.h"
@@ -150,12 +151,6 @@ void add_bench_flags(CLI::App& app, BenchOptions& o) {
 
 namespace {
 
-double median(std::vector<double> v) {
-  CPUFT_CHECK(!v.empty());
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 std::string load_average() {
   std::ifstream in("/proc/loadavg");
   double one = 0, five = 0;
@@ -165,14 +160,9 @@ std::string load_average() {
   return text;
 }
 
-// Backward order of the layers: classifier, pooler, L-1 .. 0, embeddings (as the trainer).
-BucketPlan make_plan(const ParamLayout& layout, const BertConfig& config, double cap_mb) {
-  std::vector<LayerRange> ranges;
-  for (int layer = classifier_layer(config); layer >= kEmbeddingsLayer; --layer) {
-    const auto [begin, end] = layout.layer_range(layer);
-    ranges.push_back(LayerRange{layer, begin, end});
-  }
-  return BucketPlan(ranges, static_cast<int64_t>(cap_mb * 1024 * 1024));
+// The trainer's buckets: layers in backward order, cut at cap_mb.
+BucketPlan make_plan(const ParamLayout& layout, double cap_mb) {
+  return BucketPlan(backward_layer_ranges(layout), static_cast<int64_t>(cap_mb * 1024 * 1024));
 }
 
 // When each layer's gradients became final during backward: the step's listener and observer
@@ -315,7 +305,7 @@ int run_bench(const BenchOptions& o) {
   BertConfig config = load_bert_config(o.config_path);
   config.num_labels = 2;
   const ParamLayout layout(config);
-  const BucketPlan plan = make_plan(layout, config, o.bucket_cap_mb);
+  const BucketPlan plan = make_plan(layout, o.bucket_cap_mb);
 
   std::vector<LinkModel> links;
   for (double gbit : o.link_gbit) links.push_back(link_from_gbit(gbit, o.latency_us * 1e-6));

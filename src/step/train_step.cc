@@ -120,4 +120,13 @@ StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, do
   return result;
 }
 
+std::vector<LayerRange> backward_layer_ranges(const ParamLayout& layout) {
+  std::vector<LayerRange> ranges;
+  for (int layer = static_cast<int>(layout.layer_count()) + 1; layer >= kEmbeddingsLayer; --layer) {
+    const auto [begin, end] = layout.layer_range(layer);
+    ranges.push_back(LayerRange{layer, begin, end});
+  }
+  return ranges;
+}
+
 }  // namespace cpuft

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/step_timeline.h"
@@ -26,6 +27,7 @@
 #include "model/bert_params.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
+#include "parallel/bucket_plan.h"
 #include "parallel/grad_reducer.h"
 
 namespace cpuft {
@@ -123,5 +125,9 @@ class TrainStep {
   Fanout fanout_;
   StepObserver* observer_ = nullptr;
 };
+
+// Every layer's parameter range in the order backward finishes them (classifier, pooler, layers
+// L-1 .. 0, embeddings): what a BucketPlan groups into all-reduce buckets.
+std::vector<LayerRange> backward_layer_ranges(const ParamLayout& layout);
 
 }  // namespace cpuft

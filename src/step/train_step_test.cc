@@ -182,12 +182,7 @@ TEST(TrainStep, RefusesMoreMicroBatchesThanAccumulationSteps) {
 TEST(TrainStep, ReducerHearsEveryLayerAndIsFinished) {
   Replica plain(StepOptions{});
   Replica reduced(StepOptions{});
-  std::vector<LayerRange> ranges;
-  for (int layer = classifier_layer(reduced.config); layer >= kEmbeddingsLayer; --layer) {
-    const auto [begin, end] = reduced.layout.layer_range(layer);
-    ranges.push_back({layer, begin, end});
-  }
-  const BucketPlan plan(ranges, 4 * 1024, 1024);
+  const BucketPlan plan(backward_layer_ranges(reduced.layout), 4 * 1024, 1024);
   SingleProcessCommunicator comm;
   GradReducer reducer(comm, plan, reduced.grads.data(), reduced.layout.total_floats());
   reduced.step.set_reducer(&reducer);
@@ -210,12 +205,7 @@ TEST(TrainStep, ReducerHearsEveryLayerAndIsFinished) {
 // a buffer.
 TEST(TrainStep, AllocatesNothingOfItsOwnOnceWarm) {
   Replica r(StepOptions{42, 0, 2, 1.0});
-  std::vector<LayerRange> ranges;
-  for (int layer = classifier_layer(r.config); layer >= kEmbeddingsLayer; --layer) {
-    const auto [begin, end] = r.layout.layer_range(layer);
-    ranges.push_back({layer, begin, end});
-  }
-  const BucketPlan plan(ranges, 4 * 1024, 1024);
+  const BucketPlan plan(backward_layer_ranges(r.layout), 4 * 1024, 1024);
   SingleProcessCommunicator comm;
   GradReducer reducer(comm, plan, r.grads.data(), r.layout.total_floats());
   StepTimeline timeline;

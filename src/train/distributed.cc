@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/stats.h"
 
 namespace cpuft {
 
@@ -106,9 +107,7 @@ std::vector<std::string> describe_ranks(DistContext& dist) {
 }
 
 std::string fingerprint(const void* data, size_t bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  const uint64_t h = fnv1a64(data, bytes);
   char text[24];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
   return text;

@@ -226,4 +226,14 @@ void validate_train_config(const TrainConfig& c, bool cpu_has_bf16) {
   if (c.bf16) require_bf16_matmul("--bf16", cpu_has_bf16);
 }
 
+Cadence Cadence::parse(const std::string& strategy, int64_t every) {
+  if (strategy == "steps") {
+    CPUFT_CHECK(every > 0, "a steps cadence needs a positive interval");
+    return Cadence{Kind::steps, every};
+  }
+  if (strategy == "epoch") return Cadence{Kind::epoch, 0};
+  CPUFT_CHECK(strategy == "no", "unknown strategy ", strategy);
+  return Cadence{};
+}
+
 }  // namespace cpuft

@@ -68,6 +68,21 @@ struct TrainConfig {
   bool save_logits = false;   // also write predict_logits_<task>.tsv (cpuft addition)
 };
 
+// When something happens during training (HF's IntervalStrategy): never, every `every` optimizer
+// steps, or at the end of each epoch. Parsed once from a `*_strategy` flag, so the loop compares
+// no strings.
+struct Cadence {
+  enum class Kind { no, steps, epoch };
+  Kind kind = Kind::no;
+  int64_t every = 0;  // for Kind::steps
+
+  // "no" | "steps" | "epoch" (validate_train_config has refused anything else).
+  static Cadence parse(const std::string& strategy, int64_t every);
+  bool due(int64_t global_step, bool epoch_end) const {
+    return kind == Kind::steps ? global_step % every == 0 : kind == Kind::epoch && epoch_end;
+  }
+};
+
 // Registers every flag on `app`, bound to `config`.
 void add_train_flags(CLI::App& app, TrainConfig& config);
 

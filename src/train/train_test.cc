@@ -205,5 +205,18 @@ TEST(Progress, FormatsDurations) {
   EXPECT_EQ(format_duration(3723), "1h02m03s");
 }
 
+// The *_strategy flags become cadences once: "steps" every N optimizer steps, "epoch" at each
+// epoch's end, "no" never.
+TEST(Cadence, StepsEpochAndNo) {
+  const Cadence steps = Cadence::parse("steps", 3), epoch = Cadence::parse("epoch", 3),
+                never = Cadence::parse("no", 3);
+  for (int64_t step = 1; step <= 9; ++step) {
+    EXPECT_EQ(steps.due(step, false), step % 3 == 0) << step;
+    EXPECT_FALSE(epoch.due(step, false)) << step;
+    EXPECT_TRUE(epoch.due(step, true)) << step;
+    EXPECT_FALSE(never.due(step, true)) << step;
+  }
+}
+
 }  // namespace
 }  // namespace cpuft

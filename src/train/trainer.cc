@@ -140,13 +140,8 @@ void Trainer::prepare() {
                                    c.max_seq_length, " ", c.num_train_epochs, " ", c.max_steps)}});
   s.dist.comm->broadcast(s.params.data(), s.layout->total_floats() * sizeof(float), 0);
   if (s.dist.world_size() > 1) {
-    std::vector<LayerRange> ranges;  // backward order: classifier, pooler, L-1 .. 0, embeddings
-    for (int layer = classifier_layer(s.model_config); layer >= kEmbeddingsLayer; --layer) {
-      const auto [begin, end] = s.layout->layer_range(layer);
-      ranges.push_back(LayerRange{layer, begin, end});
-    }
-    s.buckets =
-        std::make_unique<BucketPlan>(ranges, static_cast<int64_t>(c.bucket_cap_mb * 1024 * 1024));
+    s.buckets = std::make_unique<BucketPlan>(backward_layer_ranges(*s.layout),
+                                             static_cast<int64_t>(c.bucket_cap_mb * 1024 * 1024));
     s.reducer = std::make_unique<GradReducer>(*s.dist.comm, *s.buckets, s.grads.data(),
                                               s.layout->total_floats());
     if (!c.timeline_dir.empty()) s.reducer->set_timeline(&s.timeline);
@@ -205,7 +200,10 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   const LrSchedule schedule{parse_schedule_kind(c.lr_scheduler_type), c.learning_rate, warmup,
                             s.max_steps};
   AdamW adamw(*s.layout, AdamWOptions{c.adam_beta1, c.adam_beta2, c.adam_epsilon, c.weight_decay});
-  const int64_t eval_every = c.eval_steps > 0 ? c.eval_steps : c.logging_steps;
+  const Cadence log_cadence = Cadence::parse(c.logging_strategy, c.logging_steps);
+  const Cadence eval_cadence =
+      Cadence::parse(c.eval_strategy, c.eval_steps > 0 ? c.eval_steps : c.logging_steps);
+  const Cadence save_cadence = Cadence::parse(c.save_strategy, c.save_steps);
 
   ResumePoint resume;
   if (!c.resume_from_checkpoint.empty()) {
@@ -275,10 +273,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       progress.update(s.global_step, step.loss,
                       static_cast<double>(samples_seen) / run_watch.seconds());
 
-      const bool log_now =
-          (c.logging_strategy == "steps" && s.global_step % c.logging_steps == 0) ||
-          (c.logging_strategy == "epoch" && epoch_end);
-      if (log_now && steps_since_log > 0) {
+      if (log_cadence.due(s.global_step, epoch_end) && steps_since_log > 0) {
         // The logged loss is the mean over ranks: one small all-reduce per log line, not per step
         // (every rank takes the same logging decisions).
         loss_since_log = mean_over_ranks(s, loss_since_log);
@@ -298,9 +293,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
         overlap_sum = 0;
         steps_since_log = 0;
       }
-      const bool eval_now = (c.eval_strategy == "steps" && s.global_step % eval_every == 0) ||
-                            (c.eval_strategy == "epoch" && epoch_end);
-      if (eval_now) {
+      if (eval_cadence.due(s.global_step, epoch_end)) {
         json metrics = evaluate(s);
         metrics["epoch"] = round_to(s.epoch, 4);
         metrics["step"] = s.global_step;
@@ -308,9 +301,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
         if (s.is_writer())
           progress.message(str("eval at step ", s.global_step, ": ", metrics.dump()));
       }
-      const bool save_now = (c.save_strategy == "steps" && s.global_step % c.save_steps == 0) ||
-                            (c.save_strategy == "epoch" && epoch_end);
-      if (save_now && s.is_writer()) {
+      if (save_cadence.due(s.global_step, epoch_end) && s.is_writer()) {
         CheckpointContent content{s.global_step, s.epoch, s.max_steps, s.log_history};
         save_checkpoint(out, content, *s.layout, s.params.data(), adamw,
                         fine_tuned_config(s.config_text, s.task.label_names, s.task.regression,

@@ -18,6 +18,7 @@
 
 #include "core/buffer.h"
 #include "core/check.h"
+#include "core/stats.h"
 #include "golden/golden_util.h"
 #include "io/bert_checkpoint.h"
 #include "model/bert_model.h"
@@ -47,15 +48,6 @@ int g_failures = 0;
     }                                                                      \
   } while (0)
 
-std::vector<LayerRange> backward_ranges(const ParamLayout& layout, const BertConfig& config) {
-  std::vector<LayerRange> ranges;
-  for (int layer = classifier_layer(config); layer >= kEmbeddingsLayer; --layer) {
-    const auto [begin, end] = layout.layer_range(layer);
-    ranges.push_back({layer, begin, end});
-  }
-  return ranges;
-}
-
 Batch shard(const Batch& batch, int rank, int world) {
   Batch part;
   for (int64_t s = rank; s < batch.num_sequences(); s += world) {
@@ -67,13 +59,6 @@ Batch shard(const Batch& batch, int rank, int world) {
     if (!batch.targets.empty()) part.targets.push_back(batch.targets[static_cast<size_t>(s)]);
   }
   return part;
-}
-
-uint64_t fnv1a(const void* data, size_t bytes) {
-  uint64_t hash = 1469598103934665603ull;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
-  return hash;
 }
 
 // A copy of one step's gradients as the step saw them before clipping (reduced, for a replica
@@ -135,7 +120,7 @@ int run(const std::string& backend) {
   Replica part(file, config, layout, shard(batch, comm->rank(), comm->world_size()), adamw_options,
                StepOptions{42, static_cast<uint32_t>(comm->rank()), 1, max_grad_norm});
   // Small caps so that the tiny model gets several buckets: {classifier, pooler}, {1}, {0}, {-1}.
-  const BucketPlan plan(backward_ranges(layout, config), 16 * 1024, 1024);
+  const BucketPlan plan(backward_layer_ranges(layout), 16 * 1024, 1024);
   CPUFT_REQUIRE(plan.num_buckets() >= 3, "expected several buckets, got ", plan.num_buckets());
   GradReducer reducer(*comm, plan, part.grads.data(), layout.total_floats());
   part.step.set_reducer(&reducer);
@@ -174,9 +159,8 @@ int run(const std::string& backend) {
     const float* ours = part.params.data() + spec.offset;
     const float* ref = whole.params.data() + spec.offset;
     if (contains(zero, spec.name)) {
-      // AdamW turns rounding noise into steps of up to ~lr with arbitrary signs.
-      EXPECT_OR_COUNT(relative_max(ours, ref, spec.numel) * l2(ref, spec.numel) <= 2 * lr_sum + 1,
-                      spec.name);
+      // AdamW turns rounding noise into steps of up to ~lr with arbitrary signs, so the two runs
+      // may differ by up to the summed lr on each side, element by element.
       for (int64_t i = 0; i < spec.numel; ++i)
         EXPECT_OR_COUNT(std::abs(ours[i] - ref[i]) <= 2 * lr_sum, spec.name, "[", i, "]");
       continue;
@@ -185,7 +169,7 @@ int run(const std::string& backend) {
                     " after 3 steps: relative L2 ", relative_l2(ours, ref, spec.numel));
   }
 
-  const uint64_t hash = fnv1a(part.params.data(), part.params.size() * sizeof(float));
+  const uint64_t hash = fnv1a64(part.params.data(), part.params.size() * sizeof(float));
   char text[32];
   std::snprintf(text, sizeof text, "%016" PRIx64, hash);
   const std::vector<std::string> hashes = comm->all_gather_string(text);
