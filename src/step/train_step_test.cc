@@ -36,6 +36,17 @@ void* operator new(std::size_t n, std::align_val_t align) {
   if (void* p = std::aligned_alloc(a, rounded)) return p;
   throw std::bad_alloc();
 }
+// The nothrow forms too: a sanitizer runtime (or the standard library) may provide them itself,
+// and then memory it allocated would reach the free() below (gtest 1.16 allocates with them).
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  ++g_allocations;
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* operator new(std::size_t n, std::align_val_t align, const std::nothrow_t&) noexcept {
+  ++g_allocations;
+  const auto a = static_cast<std::size_t>(align);
+  return std::aligned_alloc(a, std::max<std::size_t>(a, (n + a - 1) / a * a));
+}
 // Not inlined: GCC would otherwise see free() on memory from operator new and warn.
 __attribute__((noinline)) void operator delete(void* p) noexcept {
   std::free(p);
@@ -47,6 +58,13 @@ __attribute__((noinline)) void operator delete(void* p, std::align_val_t) noexce
   std::free(p);
 }
 __attribute__((noinline)) void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+__attribute__((noinline)) void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+__attribute__((noinline)) void operator delete(void* p, std::align_val_t,
+                                               const std::nothrow_t&) noexcept {
   std::free(p);
 }
 
