@@ -19,7 +19,8 @@ packages=(
   nlohmann-json3-dev     # config.json, safetensors headers
   libcli11-dev           # command line
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-dev  # libFuzzer smoke run (clang-format itself: scripts/fetch_clang_format.sh)
+  clang libclang-rt-dev libomp-dev  # libFuzzer smoke run: clang, its runtime and its OpenMP
+                                    # (clang-format itself: scripts/fetch_clang_format.sh)
   openmpi-bin libopenmpi-dev iproute2    # src/parallel: MPI communicator, mpirun tests, netns hosts
   libfabric1             # oneCCL's OFI transport (oneCCL itself: scripts/fetch_oneccl.sh, PyPI)
   mpich libmpich-dev     # the second MPI the dist tests run against (Open MPI stays the default)
