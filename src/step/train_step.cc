@@ -109,6 +109,7 @@ StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, do
     CPUFT_PROFILE("optimizer (clip+adamw+zero+bf16 refresh)");
     result.grad_norm =
         clip_grad_norm(grads_.data(), static_cast<int64_t>(grads_.size()), options_.max_grad_norm);
+    if (observer_) observer_->on_clipped_gradients(step, grads_.span());
     adamw_.step(params_.data(), grads_.data(), lr);
     model_.refresh_bf16_weights(p_);  // the bf16 copy follows every update (--bf16)
     grads_.zero();                    // the next step accumulates from zero

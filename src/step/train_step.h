@@ -72,6 +72,8 @@ class StepObserver {
   virtual void on_phase(const PhaseTime& /*time*/) {}
   // The step's gradients, accumulated and reduced, just before clipping.
   virtual void on_gradients(int64_t /*step*/, std::span<const float> /*grads*/) {}
+  // The same after clipping: exactly what AdamW receives.
+  virtual void on_clipped_gradients(int64_t /*step*/, std::span<const float> /*grads*/) {}
 };
 
 // Records "forward", "backward" and "optimizer" events (category "compute", tid 0, argument: the

@@ -1,13 +1,16 @@
 // The whole model against Hugging Face on a tiny random BERT (fixtures committed, run on every CI
-// run): logits and loss, every parameter gradient by HF name, and parameters after 3 AdamW steps
-// with weight decay, gradient clipping and a warmup schedule.
+// run): logits and loss, every element of every parameter gradient by HF name, and every parameter
+// element after 3 AdamW steps with weight decay, gradient clipping and a warmup schedule. What each
+// comparison proves: docs/ARCHITECTURE.md, "Golden tolerances, argued".
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/buffer.h"
 #include "golden/golden_model.h"
 #include "golden/golden_util.h"
+#include "golden/projection.h"
 #include "io/bert_checkpoint.h"
 #include "model/bert_model.h"
 #include "model/param_layout.h"
@@ -18,6 +21,13 @@ namespace cpuft {
 namespace {
 
 using namespace golden;
+
+// Parameters after the 3 steps, per tensor, outside the unused rows (checked exactly instead):
+// ||ours - HF|| <= kUpdateTolerance ||HF - init||, the error relative to the update itself (the
+// weights move by ~lr = 1e-3 per step, 0.5-7% of their own size). HF float32 is 3.2e-5 from a
+// float64 rerun in this measure (the rounding of the stored weights, ~2^-24 |w| per step against
+// updates of ~lr), cpuft 2.9e-5 from HF.
+constexpr double kUpdateTolerance = 1e-3;
 
 void check_forward_and_gradients(const std::string& fixture) {
   TinyGolden t(fixture);
@@ -30,27 +40,40 @@ void check_forward_and_gradients(const std::string& fixture) {
   EXPECT_NEAR(loss, hf_loss, 1e-5 * std::abs(hf_loss));
 
   t.model.backward(t.p, t.g);
-  const double global_norm = t.file.read_f32("grad_norm.step0")[0];
+  const double global_norm = l2(t.grads.data(), t.layout.total_floats());
   const std::vector<std::string> zero = zero_true_grad(t.file);
-  EXPECT_EQ(zero.size(), static_cast<size_t>(t.config.num_hidden_layers));
+  ASSERT_EQ(zero.size(), static_cast<size_t>(t.config.num_hidden_layers));  // fixture precondition
+  const std::vector<UnusedRows> unused = unused_embedding_rows(t.layout, t.batch);
+  Worst worst{fixture + " gradients, relative L2 per tensor", kGradTolerance};
+  Worst noise{fixture + " key.bias gradient / global gradient norm", kZeroGradBound};
   for (const ParamSpec& spec : t.layout.specs()) {
-    const std::vector<float> hf_grad = t.file.read_f32("grad." + spec.name);
     const float* ours = t.grads.data() + spec.offset;
-    const double error =
-        relative_l2(ours, hf_grad.data(), spec.numel) * l2(hf_grad.data(), spec.numel);
-    EXPECT_LE(error, kGradRelTolerance * l2(hf_grad.data(), spec.numel) +
-                         kGradFloorOfGlobalNorm * global_norm)
-        << spec.name;
-    // Where the exact gradient is zero, ours must be rounding noise too.
     if (contains(zero, spec.name)) {
-      EXPECT_LE(l2(ours, spec.numel), kGradFloorOfGlobalNorm * global_norm) << spec.name;
+      // Exactly zero in exact arithmetic: ours must be rounding noise (HF's is, too: 6e-9 to 6e-8).
+      EXPECT_LE(l2(ours, spec.numel), kZeroGradBound * global_norm) << spec.name;
+      noise.see(l2(ours, spec.numel) / global_norm, spec.name);
+      continue;
+    }
+    const std::vector<float> hf_grad = t.file.read_f32("grad." + spec.name);
+    ASSERT_GT(l2(hf_grad.data(), spec.numel), 0) << spec.name;
+    const double error = relative_l2(ours, hf_grad.data(), spec.numel);
+    EXPECT_LE(error, kGradTolerance) << spec.name;
+    worst.see(error, spec.name);
+    // Rows no token looks up: exactly zero, as HF's are.
+    if (const UnusedRows* u = find_unused(unused, spec)) {
+      for (int64_t r : u->rows)
+        for (int64_t i = r * u->row_size; i < (r + 1) * u->row_size; ++i)
+          ASSERT_EQ(ours[i], 0.0f) << spec.name << " row " << r;
     }
   }
+  worst.print();
+  noise.print();
 }
 
 void check_three_adamw_steps(const std::string& fixture) {
   TinyGolden t(fixture);
-  const auto records = t.train_three_steps();
+  ZeroGradientWatch watch(t);
+  const auto records = t.train_three_steps(watch.observer());
   bool clipped = false;
   for (int step = 0; step < 3; ++step) {
     const float hf_loss = t.file.read_f32(str("loss.step", step))[0];
@@ -60,26 +83,38 @@ void check_three_adamw_steps(const std::string& fixture) {
     clipped = clipped || records[step].grad_norm > t.max_grad_norm();
   }
   EXPECT_TRUE(clipped) << "the fixture should exercise gradient clipping";
-  double lr_sum = 0;
-  for (int step = 0; step < 3; ++step) lr_sum += t.lr_schedule().lr(step);
+
   const std::vector<std::string> zero = zero_true_grad(t.file);
+  Worst worst{fixture + " parameters after 3 steps, relative L2 of the update", kUpdateTolerance};
   for (const ParamSpec& spec : t.layout.specs()) {
+    if (contains(zero, spec.name)) continue;  // key.bias: check_key_bias_updates below
     const std::vector<float> hf = t.file.read_f32("step3." + spec.name);
-    const std::vector<float> init = t.file.read_f32("init." + spec.name);
     const float* ours = t.params.data() + spec.offset;
-    if (contains(zero, spec.name)) {
-      // AdamW divides the gradient by its own RMS, so rounding noise becomes steps of up to ~lr
-      // whose signs differ between implementations: both stay within the summed lr of init.
-      for (int64_t i = 0; i < spec.numel; ++i) {
-        EXPECT_LE(std::abs(ours[i] - init[i]), lr_sum) << spec.name << "[" << i << "]";
-        EXPECT_LE(std::abs(hf[i] - init[i]), lr_sum) << spec.name << "[" << i << "]";
-      }
-      continue;
+    const float* init = watch.init.data() + spec.offset;
+    const std::vector<bool> skip = unused_mask(find_unused(watch.unused, spec), spec);
+    double diff = 0, update = 0;
+    for (int64_t i = 0; i < spec.numel; ++i) {
+      if (skip[static_cast<size_t>(i)]) continue;
+      diff += std::pow(static_cast<double>(ours[i]) - hf[i], 2);
+      update += std::pow(static_cast<double>(hf[i]) - init[i], 2);
     }
-    EXPECT_LE(relative_l2(ours, hf.data(), spec.numel), 1e-5) << spec.name;
-    // The steps must have moved every tensor, or the comparison above proves nothing.
-    EXPECT_GT(relative_l2(init.data(), hf.data(), spec.numel), 1e-4) << spec.name;
+    ASSERT_GT(update, 0) << spec.name;  // fixture precondition: HF's steps moved the tensor
+    EXPECT_LE(std::sqrt(diff / update), kUpdateTolerance) << spec.name;
+    worst.see(std::sqrt(diff / update), spec.name);
   }
+  worst.print();
+  // Unused embedding rows: the decay-only values, as HF's (full tensors in the fixture).
+  EXPECT_GT(watch.unused_row_count(), 0) << "the fixture has no unused embedding rows";
+  std::vector<std::vector<float>> hf_step3;
+  for (const UnusedRows& u : watch.unused)
+    hf_step3.push_back(t.file.read_f32("step3." + u.spec->name));
+  watch.check_decay_only([&](const ParamSpec& spec, int64_t i) {
+    for (size_t k = 0; k < watch.unused.size(); ++k)
+      if (watch.unused[k].spec == &spec) return static_cast<double>(hf_step3[k][i]);
+    return static_cast<double>(NAN);
+  });
+  watch.check_key_bias_updates();
+  watch.print_gradient_bound();
 }
 
 TEST(TinyGoldenClassification, LogitsLossAndEveryGradient) {
@@ -110,6 +145,24 @@ TEST(TinyGoldenClassification, PackingOrderDoesNotMatter) {
     t.model.forward(t.p, alone, StepContext{}, false);
     EXPECT_LE(relative_max(t.model.logits(), together.data() + s * K, K), 1e-6) << "sequence " << s;
   }
+}
+
+// The sign scheme of the projections (tests/golden/projection.h) against the values
+// tools/make_goldens.py asserts for its own implementation: FNV-1a 64, SplitMix64's first output
+// from seed 0, and the projections of (1, 2, 3, 4, 5) under the name "kat" (exact integers).
+TEST(GoldenProjections, KnownAnswers) {
+  EXPECT_EQ(fnv1a64(""), 0xCBF29CE484222325ull);
+  EXPECT_EQ(fnv1a64("a"), 0xAF63DC4C8601EC8Cull);
+  EXPECT_EQ(splitmix64_mix(kSplitMixGamma), 0xE220A8397B1DCDAFull);
+  const float x[] = {1, 2, 3, 4, 5};
+  Projector projector("kat");
+  projector.add(x, 0, 5);
+  const Projections p = projector.result();
+  double checksum = 0;
+  for (int k = 0; k < kProjections; ++k) checksum += (k + 1) * p[k];
+  EXPECT_EQ(p[0], 1.0);
+  EXPECT_EQ(p[255], -7.0);
+  EXPECT_EQ(checksum, 11308.0);
 }
 
 }  // namespace
