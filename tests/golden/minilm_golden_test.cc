@@ -81,9 +81,21 @@ TEST(MiniLmGolden, RealWeightsOnMrpcPairs) {
       const std::vector<float> hf = t.file.read_f32("grad." + spec.name);
       ASSERT_EQ(static_cast<int64_t>(hf.size()), spec.numel) << spec.name;
       ASSERT_GT(l2(hf.data(), spec.numel), 0) << spec.name;
+      // The claim is cpuft within kGradTolerance of the exact gradient; against HF's float32
+      // gradient that allows, by the triangle inequality, HF's own float32 error too, measured
+      // against a float64 rerun (tests/fixtures/README.md). It matters only for the four sums of
+      // nearly cancelling terms below; every other tensor's is <= 2e-6.
+      static const std::map<std::string, double> kReferenceError = {
+          {"classifier.bias", 1.0e-4},
+          {"bert.encoder.layer.5.output.LayerNorm.bias", 5.5e-5},
+          {"bert.encoder.layer.5.output.dense.bias", 1.8e-5},
+          {"bert.pooler.dense.bias", 1.3e-5}};
+      const auto known = kReferenceError.find(spec.name);
+      const double allowed =
+          kGradTolerance + (known == kReferenceError.end() ? 0.0 : known->second);
       const double error = relative_l2(ours, hf.data(), spec.numel);
-      EXPECT_LE(error, kGradTolerance) << "grad " << spec.name;
-      whole.see(error, spec.name);
+      EXPECT_LE(error, allowed) << "grad " << spec.name;
+      whole.see(error / allowed * kGradTolerance, spec.name);
     } else {
       Projector projector(spec.name);
       projector.add(ours, 0, spec.numel);
