@@ -512,28 +512,8 @@ Encoding WordPieceTokenizer::encode(std::string_view a, const std::string_view* 
   if (max_length >= 0) {
     CPUFT_REQUIRE(max_length >= n_special, "max_length ", max_length, " cannot hold the ",
                   n_special, " special tokens");
-    const size_t budget = static_cast<size_t>(max_length - n_special);
-    if (!b) {
-      if (ids_a.size() > budget) ids_a.resize(budget);
-    } else if (ids_a.size() + ids_b.size() > budget) {
-      // tokenizers' LongestFirst: the shorter side keeps its length if the longer one can take
-      // the rest and still be at least as long; otherwise both get half, the odd token going to
-      // the longer side (to b when they are equally long).
-      const bool a_shorter = ids_a.size() <= ids_b.size();
-      size_t n_short = a_shorter ? ids_a.size() : ids_b.size();
-      size_t n_long;
-      if (n_short > budget) {
-        n_long = n_short;
-      } else {
-        n_long = std::max(n_short, budget - n_short);
-      }
-      if (n_short + n_long > budget) {
-        n_short = budget / 2;
-        n_long = n_short + budget % 2;
-      }
-      ids_a.resize(std::min(ids_a.size(), a_shorter ? n_short : n_long));
-      ids_b.resize(std::min(ids_b.size(), a_shorter ? n_long : n_short));
-    }
+    truncate_longest_first(ids_a, b ? &ids_b : nullptr,
+                           static_cast<size_t>(max_length - n_special));
   }
   Encoding e;
   e.input_ids.reserve(ids_a.size() + ids_b.size() + 3);
@@ -547,6 +527,11 @@ Encoding WordPieceTokenizer::encode(std::string_view a, const std::string_view* 
     e.token_type_ids.resize(e.input_ids.size(), 1);
   }
   return e;
+}
+
+std::string WordPieceTokenizer::summary() const {
+  return str("WordPiece, ", vocab_.size(), " tokens, ",
+             options_.do_lower_case ? "lower-cased" : "cased");
 }
 
 void WordPieceTokenizer::save(const std::string& dir) const {

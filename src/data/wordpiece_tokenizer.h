@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "data/tokenizer.h"
+
 namespace cpuft {
 
 struct TokenizerOptions {
@@ -35,11 +37,7 @@ struct TokenizerOptions {
               mask_token = "[MASK]";
 };
 
-struct Encoding {
-  std::vector<int32_t> input_ids, token_type_ids;
-};
-
-class WordPieceTokenizer {
+class WordPieceTokenizer final : public Tokenizer {
  public:
   // vocab[i] is the token of id i. If a token appears twice its last id wins (as HF's vocab.txt
   // loader). Throws Error if a special token is not in the vocabulary.
@@ -52,7 +50,7 @@ class WordPieceTokenizer {
 
   // Ids of `text` without special tokens. Throws Error("invalid UTF-8 at byte N") (N counted
   // from 0 in `text`); the caller adds file:line.
-  std::vector<int32_t> tokenize(std::string_view text) const;
+  std::vector<int32_t> tokenize(std::string_view text) const override;
   std::vector<std::string> tokenize_to_strings(std::string_view text) const;
 
   // [CLS] a [SEP] (b [SEP]), token_type_ids 0 up to and including the first [SEP], 1 after.
@@ -60,7 +58,7 @@ class WordPieceTokenizer {
   // kept whole by the shorter side when it fits in half, else split in halves with the odd token
   // going to the longer side (to b on a tie). max_length < 0: no truncation. Throws Error when
   // max_length cannot hold the special tokens.
-  Encoding encode(std::string_view a, const std::string_view* b, int max_length) const;
+  Encoding encode(std::string_view a, const std::string_view* b, int max_length) const override;
 
   int32_t cls_id() const { return cls_id_; }
   int32_t sep_id() const { return sep_id_; }
@@ -68,13 +66,14 @@ class WordPieceTokenizer {
   int32_t unk_id() const { return unk_id_; }
   int32_t mask_id() const { return mask_id_; }
   // Number of vocabulary entries (lines of vocab.txt).
-  int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }
+  int64_t vocab_size() const override { return static_cast<int64_t>(vocab_.size()); }
   const std::string& token(int32_t id) const { return vocab_.at(static_cast<size_t>(id)); }
   const TokenizerOptions& options() const { return options_; }
 
   // Writes vocab.txt, tokenizer_config.json and special_tokens_map.json so that transformers'
   // AutoTokenizer loads `dir` and gives the same ids. Creates `dir` if needed.
-  void save(const std::string& dir) const;
+  void save(const std::string& dir) const override;
+  std::string summary() const override;
 
  private:
   struct StringHash {

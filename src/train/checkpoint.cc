@@ -34,8 +34,8 @@ json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,
 
 void save_checkpoint(const fs::path& output_dir, const CheckpointContent& content,
                      const ParamLayout& layout, const float* params, AdamW& adamw,
-                     const json& model_config, const WordPieceTokenizer& tokenizer,
-                     int64_t save_total_limit, const TrainConfig& config) {
+                     const json& model_config, const Tokenizer& tokenizer, int64_t save_total_limit,
+                     const TrainConfig& config) {
   const fs::path final_dir = output_dir / str("checkpoint-", content.global_step);
   const fs::path temp_dir = output_dir / str(".checkpoint-", content.global_step, ".tmp");
   fs::remove_all(temp_dir);

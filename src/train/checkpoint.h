@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "data/wordpiece_tokenizer.h"
+#include "data/tokenizer.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
 #include "train/train_config.h"
@@ -26,7 +26,7 @@ struct CheckpointContent {
 // oldest checkpoints beyond save_total_limit (when > 0).
 void save_checkpoint(const std::filesystem::path& output_dir, const CheckpointContent& content,
                      const ParamLayout& layout, const float* params, AdamW& adamw,
-                     const nlohmann::json& model_config, const WordPieceTokenizer& tokenizer,
+                     const nlohmann::json& model_config, const Tokenizer& tokenizer,
                      int64_t save_total_limit, const TrainConfig& config);
 
 struct ResumePoint {

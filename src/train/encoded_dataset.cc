@@ -39,8 +39,7 @@ int64_t EncodedDataset::max_length() const {
   return longest;
 }
 
-EncodedDataset encode_dataset(const Dataset& dataset, const WordPieceTokenizer& tokenizer,
-                              int max_length) {
+EncodedDataset encode_dataset(const Dataset& dataset, const Tokenizer& tokenizer, int max_length) {
   const int64_t n = static_cast<int64_t>(dataset.examples.size());
   std::vector<Encoding> encodings(static_cast<size_t>(n));
   std::vector<std::string> errors(static_cast<size_t>(n));

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "data/data_reader.h"
-#include "data/wordpiece_tokenizer.h"
+#include "data/tokenizer.h"
 #include "model/batch.h"
 
 namespace cpuft {
@@ -29,8 +29,7 @@ struct EncodedDataset {
 
 // Tokenizes every example ([CLS] a [SEP] (b [SEP]), longest_first truncation to max_length),
 // in parallel; the result does not depend on the thread count.
-EncodedDataset encode_dataset(const Dataset& dataset, const WordPieceTokenizer& tokenizer,
-                              int max_length);
+EncodedDataset encode_dataset(const Dataset& dataset, const Tokenizer& tokenizer, int max_length);
 
 // Appends examples `rows` to an empty batch (labels or scores too when the set has them).
 void fill_batch(Batch& batch, const EncodedDataset& data, std::span<const int64_t> rows,

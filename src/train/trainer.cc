@@ -85,7 +85,7 @@ void Trainer::prepare() {
                 s.model_config.max_position_embeddings));
     s.cfg.max_seq_length = static_cast<int>(s.model_config.max_position_embeddings);
   }
-  s.tokenizer.emplace(WordPieceTokenizer::from_folder(c.model_name_or_path));
+  s.tokenizer = load_tokenizer(c.model_name_or_path);
   CPUFT_REQUIRE(s.tokenizer->vocab_size() <= s.model_config.vocab_size, c.model_name_or_path,
                 ": the tokenizer has ", s.tokenizer->vocab_size(),
                 " tokens but the model's vocab_size is ", s.model_config.vocab_size);

@@ -13,7 +13,7 @@
 
 #include "core/buffer.h"
 #include "core/step_timeline.h"
-#include "data/wordpiece_tokenizer.h"
+#include "data/tokenizer.h"
 #include "model/bert_config.h"
 #include "model/bert_model.h"
 #include "model/bert_params.h"
@@ -32,7 +32,7 @@ struct Trainer::State {
   TaskData task;
   std::string config_text;
   BertConfig model_config;
-  std::optional<WordPieceTokenizer> tokenizer;  // set once the model folder is checked
+  std::unique_ptr<Tokenizer> tokenizer;  // set once the model folder is checked
   std::unique_ptr<ParamLayout> layout;
   AlignedBuffer<float> params, grads;
   BertParams p{};  // the model's view of params (the training step binds its own views)
