@@ -1,7 +1,7 @@
 // cpuft: fine-tunes BERT-family encoders on CPUs.
 //
-// Reading order for a newcomer: this file -> src/model/bert_model.cc (forward, backward) ->
-// src/model/encoder_layer.cc -> src/kernels/reference/*.
+// Reading order for a newcomer: this file -> src/model/sequence_classifier.cc (forward, backward)
+// -> src/model/encoder_layer.cc -> src/kernels/reference/*.
 //
 // Every error is one line on stderr ("error: ...") and exit code 1; --help/usage errors exit 2.
 #include <omp.h>

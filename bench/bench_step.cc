@@ -22,8 +22,8 @@
 #include "fma_peak.h"
 #include "gemm/matmul_plan.h"
 #include "kernels/kernels.h"
-#include "model/bert_model.h"
 #include "model/param_layout.h"
+#include "model/sequence_classifier.h"
 #include "optim/adamw.h"
 #include "scaling/scaling.h"
 #include "step/train_step.h"
@@ -31,7 +31,7 @@
 namespace cpuft {
 namespace {
 
-double training_flops(const BertConfig& c, const Batch& batch) {
+double training_flops(const ModelConfig& c, const Batch& batch) {
   const double D = static_cast<double>(c.hidden_size), F = static_cast<double>(c.intermediate_size);
   const double dense_per_token_layer = 4 * D * D + 2 * D * F;  // QKV + out + FFN weights
   double flops = 0;
@@ -61,13 +61,13 @@ int run(int argc, char** argv) {
 
   if (bf16) require_bf16_matmul("--bf16");
   enable_flush_denormals_all_threads();
-  BertConfig config = load_bert_config(config_path);
+  ModelConfig config = load_model_config(config_path);
   config.num_labels = 2;
   const ParamLayout layout(config);
   AlignedBuffer<float> params(static_cast<size_t>(layout.total_floats()));
   AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
   init_random_weights(layout, params.data(), 0.02f, 7);
-  const BertParams p = bind_params(layout, config, params.data());
+  const ModelParams p = bind_params(layout, config, params.data());
 
   // Batches of MRPC-like lengths, drawn with a fixed seed.
   const std::vector<int> lengths = read_lengths(lengths_path);
@@ -85,8 +85,8 @@ int run(int argc, char** argv) {
     }
     max_tokens = std::max(max_tokens, batch.num_tokens());
   }
-  BertModel model(config, ModelLimits{max_tokens, batch_size, max_len},
-                  bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  SequenceClassifier model(config, ModelLimits{max_tokens, batch_size, max_len},
+                           bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   model.refresh_bf16_weights(p);
   AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
   // TrainStep times its phases; with CPUFT_PROFILE=1 its regions (and the model's) are profiled.

@@ -1,25 +1,25 @@
 // BERT's parameter tables (model/param_table.h): BertForSequenceClassification as transformers
 // names it. The order within each scope is HF's named_parameters() order, which is also the memory
 // order of the flat buffer (forward order; the backward pass finishes gradients from the end).
-#include "model/bert_params.h"
 #include "model/bf16_weights.h"
+#include "model/model_params.h"
 #include "model/param_table.h"
 
 namespace cpuft {
 namespace {
 
 using K = ParamKind;
-using E = ParamEntry<BertParams>;
+using E = ParamEntry<ModelParams>;
 using L = ParamEntry<LayerParams>;
 constexpr Dim V = Dim::vocab, P = Dim::positions, Ty = Dim::token_types, D = Dim::hidden,
               F = Dim::intermediate, Lb = Dim::labels, none = Dim::none;
 
 constexpr E kEmbeddings[] = {
-    {"word_embeddings.weight", {V, D}, K::embedding, &BertParams::word_emb},
-    {"position_embeddings.weight", {P, D}, K::embedding, &BertParams::pos_emb},
-    {"token_type_embeddings.weight", {Ty, D}, K::embedding, &BertParams::type_emb},
-    {"LayerNorm.weight", {D, none}, K::norm_weight, &BertParams::emb_ln_w},
-    {"LayerNorm.bias", {D, none}, K::norm_bias, &BertParams::emb_ln_b},
+    {"word_embeddings.weight", {V, D}, K::embedding, &ModelParams::word_emb},
+    {"position_embeddings.weight", {P, D}, K::embedding, &ModelParams::pos_emb},
+    {"token_type_embeddings.weight", {Ty, D}, K::embedding, &ModelParams::type_emb},
+    {"LayerNorm.weight", {D, none}, K::norm_weight, &ModelParams::emb_ln_w},
+    {"LayerNorm.bias", {D, none}, K::norm_bias, &ModelParams::emb_ln_b},
 };
 
 constexpr L kLayer[] = {
@@ -68,15 +68,15 @@ constexpr L kLayer[] = {
 
 // Pooler (layer L), then the classifier (layer L + 1).
 constexpr E kHead[] = {
-    {"bert.pooler.dense.weight", {D, D}, K::matrix, &BertParams::pooler_w},
-    {"bert.pooler.dense.bias", {D, none}, K::bias, &BertParams::pooler_b},
-    {"classifier.weight", {Lb, D}, K::matrix, &BertParams::cls_w, false, 1},
-    {"classifier.bias", {Lb, none}, K::bias, &BertParams::cls_b, false, 1},
+    {"bert.pooler.dense.weight", {D, D}, K::matrix, &ModelParams::head_dense_w},
+    {"bert.pooler.dense.bias", {D, none}, K::bias, &ModelParams::head_dense_b},
+    {"classifier.weight", {Lb, D}, K::matrix, &ModelParams::head_out_w, false, 1},
+    {"classifier.bias", {Lb, none}, K::bias, &ModelParams::head_out_b, false, 1},
 };
 
 }  // namespace
 
-int64_t extent(Dim dim, const BertConfig& c) {
+int64_t extent(Dim dim, const ModelConfig& c) {
   switch (dim) {
     case Dim::none:
       return 1;

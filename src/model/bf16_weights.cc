@@ -50,7 +50,7 @@ Bf16Weights::Bf16Weights(const ParamLayout& layout)
   }
 }
 
-void Bf16Weights::refresh(const BertParams& p) {
+void Bf16Weights::refresh(const ModelParams& p) {
   const KernelTable& k = kernels();
   for (size_t l = 0; l < layers_.size(); ++l) {
     for (const Copy& c : copies_) k.round_to_bf16(layers_[l].*c.to, p.layers[l].*c.from, c.numel);

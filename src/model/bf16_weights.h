@@ -11,8 +11,8 @@
 
 #include "core/bf16.h"
 #include "core/buffer.h"
-#include "model/bert_config.h"
-#include "model/bert_params.h"
+#include "model/model_config.h"
+#include "model/model_params.h"
 #include "model/param_layout.h"
 
 namespace cpuft {
@@ -31,7 +31,7 @@ class Bf16Weights {
   explicit Bf16Weights(const ParamLayout& layout);
 
   // Rounds every encoder linear weight of `params` (nearest, ties to even).
-  void refresh(const BertParams& params);
+  void refresh(const ModelParams& params);
   // The fp32 weights last rounded (their word embedding's address; nullptr before the first
   // refresh), so that the model can refuse a forward before any refresh or on another buffer. It
   // cannot see a buffer changed in place since: refreshing after every change is the caller's job.

@@ -20,8 +20,8 @@
 #include "core/rng.h"
 #include "gemm/matmul_plan.h"
 #include "model/attention.h"
-#include "model/bert_params.h"
 #include "model/bf16_weights.h"
+#include "model/model_params.h"
 
 namespace cpuft {
 

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/check.h"
-#include "model/bert_config.h"
-#include "model/bert_params.h"
 #include "model/bf16_weights.h"
+#include "model/model_config.h"
+#include "model/model_params.h"
 #include "model/param_layout.h"
 
 namespace cpuft {
@@ -24,7 +24,7 @@ const char* kTinyConfig = R"({
 
 std::string expect_error(const std::string& json) {
   try {
-    parse_bert_config(json, "cfg.json");
+    parse_model_config(json, "cfg.json");
   } catch (const Error& e) {
     return e.what();
   }
@@ -32,8 +32,8 @@ std::string expect_error(const std::string& json) {
   return "";
 }
 
-TEST(BertConfig, ParsesFieldsAndDefaults) {
-  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+TEST(ModelConfig, ParsesFieldsAndDefaults) {
+  const ModelConfig c = parse_model_config(kTinyConfig, "cfg.json");
   EXPECT_EQ(c.vocab_size, 99);
   EXPECT_EQ(c.hidden_size, 32);
   EXPECT_EQ(c.head_dim(), 8);
@@ -45,8 +45,8 @@ TEST(BertConfig, ParsesFieldsAndDefaults) {
   EXPECT_FLOAT_EQ(c.effective_classifier_dropout(), 0.1f);
 }
 
-TEST(BertConfig, NumLabelsFromId2Label) {
-  const BertConfig c = parse_bert_config(
+TEST(ModelConfig, NumLabelsFromId2Label) {
+  const ModelConfig c = parse_model_config(
       R"({"vocab_size": 9, "hidden_size": 4, "num_hidden_layers": 1, "num_attention_heads": 2,
           "intermediate_size": 8, "max_position_embeddings": 8, "classifier_dropout": 0.3,
           "id2label": {"0": "not_equivalent", "1": "equivalent"}})",
@@ -56,7 +56,7 @@ TEST(BertConfig, NumLabelsFromId2Label) {
   EXPECT_FLOAT_EQ(c.effective_classifier_dropout(), 0.3f);
 }
 
-TEST(BertConfig, ErrorsNameTheField) {
+TEST(ModelConfig, ErrorsNameTheField) {
   EXPECT_NE(expect_error("{").find("cfg.json: not valid JSON"), std::string::npos);
   EXPECT_NE(expect_error("[1]").find("must be a JSON object"), std::string::npos);
   EXPECT_EQ(expect_error(R"({"vocab_size": 9})"), "cfg.json: missing field 'hidden_size'");
@@ -75,7 +75,7 @@ TEST(BertConfig, ErrorsNameTheField) {
 }
 
 TEST(ParamLayout, TableIsCompleteOrderedAndNonOverlapping) {
-  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+  const ModelConfig c = parse_model_config(kTinyConfig, "cfg.json");
   const ParamLayout layout(c);
   // 5 embeddings + 16 per layer + 2 pooler + 2 classifier, as in HF's named_parameters().
   EXPECT_EQ(layout.specs().size(), 5u + 16u * 2u + 4u);
@@ -98,7 +98,7 @@ TEST(ParamLayout, TableIsCompleteOrderedAndNonOverlapping) {
 }
 
 TEST(ParamLayout, DecayMaskFollowsHfTrainer) {
-  const ParamLayout layout(parse_bert_config(kTinyConfig, "cfg.json"));
+  const ParamLayout layout(parse_model_config(kTinyConfig, "cfg.json"));
   EXPECT_TRUE(layout.at("bert.embeddings.word_embeddings.weight").decays);
   EXPECT_TRUE(layout.at("bert.encoder.layer.0.attention.self.key.weight").decays);
   EXPECT_TRUE(layout.at("classifier.weight").decays);
@@ -108,7 +108,7 @@ TEST(ParamLayout, DecayMaskFollowsHfTrainer) {
 }
 
 TEST(ParamLayout, QkvIsOnePackedMatrix) {
-  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+  const ModelConfig c = parse_model_config(kTinyConfig, "cfg.json");
   const ParamLayout layout(c);
   const int64_t D = c.hidden_size;
   const auto& q = layout.at("bert.encoder.layer.1.attention.self.query.weight");
@@ -118,13 +118,13 @@ TEST(ParamLayout, QkvIsOnePackedMatrix) {
   const auto& qb = layout.at("bert.encoder.layer.1.attention.self.query.bias");
   EXPECT_EQ(layout.at("bert.encoder.layer.1.attention.self.value.bias").offset, qb.offset + 2 * D);
   std::vector<float> buffer(static_cast<size_t>(layout.total_floats()));
-  const BertParams p = bind_params(layout, c, buffer.data());
+  const ModelParams p = bind_params(layout, c, buffer.data());
   EXPECT_EQ(p.layers[1].qkv_w, buffer.data() + q.offset);
-  EXPECT_EQ(p.cls_b, buffer.data() + layout.at("classifier.bias").offset);
+  EXPECT_EQ(p.head_out_b, buffer.data() + layout.at("classifier.bias").offset);
 }
 
 TEST(ParamLayout, LayerRangesAreContiguousAndInBackwardOrder) {
-  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+  const ModelConfig c = parse_model_config(kTinyConfig, "cfg.json");
   const ParamLayout layout(c);
   auto [e0, e1] = layout.layer_range(kEmbeddingsLayer);
   auto [a0, a1] = layout.layer_range(0);
@@ -154,10 +154,10 @@ TEST(CanonicalName, AcceptsBothNamingSchemesAndOldLayerNorm) {
 // The tables bind every member of the view structs (each is a struct of pointers only, so a
 // member the tables forget stays null), and every encoder matrix gets a bf16 copy.
 TEST(ParamTables, BindEveryViewMemberAndCopyEveryEncoderMatrix) {
-  const BertConfig c = parse_bert_config(kTinyConfig, "cfg.json");
+  const ModelConfig c = parse_model_config(kTinyConfig, "cfg.json");
   const ParamLayout layout(c);
   std::vector<float> buffer(static_cast<size_t>(layout.total_floats()));
-  const BertParams p = bind_params(layout, c, buffer.data());
+  const ModelParams p = bind_params(layout, c, buffer.data());
   auto all_bound = [](const auto& views) {
     static_assert(sizeof(views) % sizeof(float*) == 0);
     std::array<const void*, sizeof(views) / sizeof(float*)> members{};
@@ -166,8 +166,8 @@ TEST(ParamTables, BindEveryViewMemberAndCopyEveryEncoderMatrix) {
   };
   ASSERT_EQ(p.layers.size(), 2u);
   for (const LayerParams& lp : p.layers) EXPECT_TRUE(all_bound(lp));
-  EXPECT_TRUE(p.word_emb && p.pos_emb && p.type_emb && p.emb_ln_w && p.emb_ln_b && p.pooler_w &&
-              p.pooler_b && p.cls_w && p.cls_b);
+  EXPECT_TRUE(p.word_emb && p.pos_emb && p.type_emb && p.emb_ln_w && p.emb_ln_b && p.head_dense_w &&
+              p.head_dense_b && p.head_out_w && p.head_out_b);
   const Bf16Weights copies(layout);
   for (size_t l = 0; l < p.layers.size(); ++l) EXPECT_TRUE(all_bound(copies.layer(l)));
   // QKV is one packed copy: (3D, D), directly followed by the attention output's (D, D).

@@ -4,10 +4,10 @@
 
 namespace cpuft {
 
-int pooler_layer(const BertConfig& config) {
+int pooler_layer(const ModelConfig& config) {
   return static_cast<int>(config.num_hidden_layers);
 }
-int classifier_layer(const BertConfig& config) {
+int classifier_layer(const ModelConfig& config) {
   return static_cast<int>(config.num_hidden_layers) + 1;
 }
 
@@ -30,7 +30,7 @@ std::string layer_prefix(const FamilyParamTables& tables, int64_t layer) {
   return prefix.replace(at, 2, std::to_string(layer));
 }
 
-ParamLayout::ParamLayout(const BertConfig& c, const FamilyParamTables& tables)
+ParamLayout::ParamLayout(const ModelConfig& c, const FamilyParamTables& tables)
     : tables_(&tables), layer_count_(c.num_hidden_layers) {
   int64_t cursor = 0;
   auto add_scope = [&](const std::string& prefix, const auto& entries, int layer) {

@@ -15,15 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "model/bert_config.h"
+#include "model/model_config.h"
 #include "model/param_table.h"
 
 namespace cpuft {
 
 // Layer index conventions for ParamSpec::layer.
 inline constexpr int kEmbeddingsLayer = -1;
-int pooler_layer(const BertConfig& config);      // L
-int classifier_layer(const BertConfig& config);  // L + 1
+int pooler_layer(const ModelConfig& config);      // L
+int classifier_layer(const ModelConfig& config);  // L + 1
 
 struct ParamSpec {
   std::string name;  // HF name in BertForSequenceClassification, e.g. "bert.pooler.dense.bias"
@@ -38,7 +38,7 @@ struct ParamSpec {
 class ParamLayout {
  public:
   // The layout of `tables` (BERT's by default) for `config`.
-  explicit ParamLayout(const BertConfig& config,
+  explicit ParamLayout(const ModelConfig& config,
                        const FamilyParamTables& tables = bert_param_tables());
 
   const std::vector<ParamSpec>& specs() const { return specs_; }
@@ -59,7 +59,7 @@ class ParamLayout {
 
 // Maps a name from a checkpoint to the layout's name, or "" if it is not a model parameter.
 // Accepts "bert."-prefixed (BertForSequenceClassification / BertForPreTraining) and bare
-// (BertModel, sentence-transformers) names, and old LayerNorm names gamma/beta.
+// (SequenceClassifier, sentence-transformers) names, and old LayerNorm names gamma/beta.
 std::string canonical_param_name(const std::string& checkpoint_name);
 
 }  // namespace cpuft

@@ -15,11 +15,11 @@
 #include <string>
 
 #include "core/bf16.h"
-#include "model/bert_config.h"
+#include "model/model_config.h"
 
 namespace cpuft {
 
-struct BertParams;
+struct ModelParams;
 struct LayerParams;
 struct LayerBf16Weights;
 
@@ -36,7 +36,7 @@ inline bool decays(ParamKind kind) {
 
 // A dimension of a shape, read from the config.
 enum class Dim { none, vocab, positions, token_types, hidden, intermediate, labels };
-int64_t extent(Dim dim, const BertConfig& config);
+int64_t extent(Dim dim, const ModelConfig& config);
 
 template <typename Views>
 struct ParamEntry {
@@ -58,11 +58,11 @@ struct ParamEntry {
 // layer's holds "{}" where the layer index goes.
 struct FamilyParamTables {
   const char* embeddings_prefix;
-  std::span<const ParamEntry<BertParams>> embeddings;
+  std::span<const ParamEntry<ModelParams>> embeddings;
   const char* layer_prefix;
   std::span<const ParamEntry<LayerParams>> layer;
   const char* head_prefix;
-  std::span<const ParamEntry<BertParams>> head;
+  std::span<const ParamEntry<ModelParams>> head;
 };
 
 // BertForSequenceClassification's tables.

@@ -20,8 +20,8 @@
 #include "core/stats.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
-#include "model/bert_model.h"
 #include "model/param_layout.h"
+#include "model/sequence_classifier.h"
 #include "optim/adamw.h"
 #include "parallel/communicator.h"
 #include "parallel/launcher.h"
@@ -180,12 +180,12 @@ class ReadyClock final : public GradListener, public StepObserver {
 };
 
 // (a) + (b): medians over `steps` timed steps of a random-weight model on MRPC-like batches.
-ComputeProfile measure_compute(const BenchOptions& o, const BertConfig& config,
+ComputeProfile measure_compute(const BenchOptions& o, const ModelConfig& config,
                                const ParamLayout& layout) {
   AlignedBuffer<float> params(static_cast<size_t>(layout.total_floats()));
   AlignedBuffer<float> grads(static_cast<size_t>(layout.total_floats()));
   init_random_weights(layout, params.data(), 0.02f, 7);
-  const BertParams p = bind_params(layout, config, params.data());
+  const ModelParams p = bind_params(layout, config, params.data());
 
   const std::vector<int> lengths = read_lengths(o.lengths_path);
   const int64_t longest = std::min<int64_t>(*std::max_element(lengths.begin(), lengths.end()),
@@ -205,8 +205,8 @@ ComputeProfile measure_compute(const BenchOptions& o, const BertConfig& config,
     max_tokens = std::max(max_tokens, batch.num_tokens());
   }
   if (o.bf16) require_bf16_matmul("--bf16");
-  BertModel model(config, ModelLimits{max_tokens, o.batch, longest},
-                  o.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  SequenceClassifier model(config, ModelLimits{max_tokens, o.batch, longest},
+                           o.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   model.refresh_bf16_weights(p);
   AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
   TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 0, 1, 1.0});
@@ -302,7 +302,7 @@ int run_bench(const BenchOptions& o) {
   for (int h : o.hosts) CPUFT_REQUIRE(h >= 1, "--hosts: ", h, " is not a host count");
   enable_flush_denormals_all_threads();
 
-  BertConfig config = load_bert_config(o.config_path);
+  ModelConfig config = load_model_config(o.config_path);
   config.num_labels = 2;
   const ParamLayout layout(config);
   const BucketPlan plan = make_plan(layout, o.bucket_cap_mb);

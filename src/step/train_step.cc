@@ -35,8 +35,9 @@ void TimelineRecorder::on_phase(const PhaseTime& time) {
                 timeline_.micros(time.end), 0, time.step);
 }
 
-TrainStep::TrainStep(BertModel& model, const ParamLayout& layout, AlignedBuffer<float>& params,
-                     AlignedBuffer<float>& grads, AdamW& adamw, const StepOptions& options)
+TrainStep::TrainStep(SequenceClassifier& model, const ParamLayout& layout,
+                     AlignedBuffer<float>& params, AlignedBuffer<float>& grads, AdamW& adamw,
+                     const StepOptions& options)
     : model_(model),
       params_(params),
       grads_(grads),

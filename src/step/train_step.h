@@ -23,9 +23,9 @@
 #include "core/buffer.h"
 #include "core/step_timeline.h"
 #include "model/batch.h"
-#include "model/bert_model.h"
-#include "model/bert_params.h"
+#include "model/model_params.h"
 #include "model/param_layout.h"
+#include "model/sequence_classifier.h"
 #include "optim/adamw.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/grad_reducer.h"
@@ -91,7 +91,7 @@ class TrainStep {
  public:
   // `params` and `grads` hold layout.total_floats() floats; the model's views of them are bound
   // here. The gradients are zeroed: a step starts from zero gradients and leaves them zero.
-  TrainStep(BertModel& model, const ParamLayout& layout, AlignedBuffer<float>& params,
+  TrainStep(SequenceClassifier& model, const ParamLayout& layout, AlignedBuffer<float>& params,
             AlignedBuffer<float>& grads, AdamW& adamw, const StepOptions& options);
 
   // Averages the gradients over the ranks during the last micro-batch's backward; nullptr: none.
@@ -118,10 +118,10 @@ class TrainStep {
   void observe(StepPhase phase, int64_t step, int micro, PhaseTime::Clock::time_point begin,
                PhaseTime::Clock::time_point end) const;
 
-  BertModel& model_;
+  SequenceClassifier& model_;
   AlignedBuffer<float>& params_;
   AlignedBuffer<float>& grads_;
-  BertParams p_, g_;  // the model's views of params_ and grads_
+  ModelParams p_, g_;  // the model's views of params_ and grads_
   AdamW& adamw_;
   StepOptions options_;
   Fanout fanout_;

@@ -78,7 +78,7 @@ const char* kTinyConfig = R"({
   "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0
 })";
 
-Batch random_batch(const BertConfig& config, const std::vector<int>& lengths, uint32_t seed) {
+Batch random_batch(const ModelConfig& config, const std::vector<int>& lengths, uint32_t seed) {
   std::mt19937 rng(seed);
   Batch batch;
   for (int T : lengths) {
@@ -93,7 +93,7 @@ Batch random_batch(const BertConfig& config, const std::vector<int>& lengths, ui
 // A replica: weights, gradients, model, optimizer and its step.
 struct Replica {
   explicit Replica(const StepOptions& options)
-      : config(parse_bert_config(kTinyConfig, "tiny.json")),
+      : config(parse_model_config(kTinyConfig, "tiny.json")),
         layout(config),
         params(static_cast<size_t>(layout.total_floats())),
         grads(static_cast<size_t>(layout.total_floats())),
@@ -103,10 +103,10 @@ struct Replica {
     init_random_weights(layout, params.data(), 0.02f, 3);
     model.refresh_bf16_weights(bind_params(layout, config, params.data()));
   }
-  BertConfig config;
+  ModelConfig config;
   ParamLayout layout;
   AlignedBuffer<float> params, grads;
-  BertModel model;
+  SequenceClassifier model;
   AdamW adamw;
   TrainStep step;
 };
@@ -238,8 +238,8 @@ TEST(TrainStep, AllocatesNothingOfItsOwnOnceWarm) {
   const int64_t step_allocations = g_allocations.load() - before_step;
 
   // The model's passes alone, on the same micro-batches (their gradients are discarded).
-  const BertParams p = bind_params(r.layout, r.config, r.params.data());
-  const BertParams g = bind_params(r.layout, r.config, r.grads.data());
+  const ModelParams p = bind_params(r.layout, r.config, r.params.data());
+  const ModelParams g = bind_params(r.layout, r.config, r.grads.data());
   const int64_t before_model = g_allocations.load();
   for (const Batch& batch : micro) {
     r.model.forward(p, batch, StepContext{});

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "io/bert_checkpoint.h"
+#include "io/hf_checkpoint.h"
 #include "io/safetensors.h"
 #include "train/outputs.h"
 
@@ -40,7 +40,7 @@ void save_checkpoint(const fs::path& output_dir, const CheckpointContent& conten
   const fs::path temp_dir = output_dir / str(".checkpoint-", content.global_step, ".tmp");
   fs::remove_all(temp_dir);
   fs::create_directories(temp_dir);
-  save_bert_weights((temp_dir / "model.safetensors").string(), layout, params);
+  save_hf_weights((temp_dir / "model.safetensors").string(), layout, params);
   write_json((temp_dir / "config.json").string(), model_config);
   tokenizer.save(temp_dir.string());
   std::vector<TensorToWrite> moments;

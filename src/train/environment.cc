@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "gemm/matmul_plan.h"
-#include "io/bert_checkpoint.h"
+#include "io/hf_checkpoint.h"
 #include "kernels/kernels.h"
-#include "model/bert_config.h"
+#include "model/model_config.h"
 #include "model/param_layout.h"
 #include "train/distributed.h"
 
@@ -42,10 +42,10 @@ void print_environment(const std::string& backend) {
 // Loads a Hugging Face model folder and reports what it holds.
 void print_model_summary(const std::string& dir) {
   const std::filesystem::path root(dir);
-  const BertConfig config = load_bert_config((root / "config.json").string());
+  const ModelConfig config = load_model_config((root / "config.json").string());
   const ParamLayout layout(config);
   std::vector<float> params(static_cast<size_t>(layout.total_floats()));
-  const LoadReport report = load_bert_weights(
+  const LoadReport report = load_hf_weights(
       SafetensorsFile::open((root / "model.safetensors").string()), layout, config, params.data());
   int64_t count = 0;
   for (const ParamSpec& spec : layout.specs()) count += spec.numel;

@@ -14,7 +14,7 @@ void truncate(Dataset& data, int64_t max_samples) {
 
 }  // namespace
 
-TaskData load_task_data(const TrainConfig& c, const BertConfig& model_config) {
+TaskData load_task_data(const TrainConfig& c, const ModelConfig& model_config) {
   TaskData task;
   const bool need_eval = c.do_eval || c.eval_strategy != "no";
   if (!c.task_name.empty()) {

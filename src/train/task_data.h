@@ -9,7 +9,7 @@
 
 #include "data/data_reader.h"
 #include "data/glue_tasks.h"
-#include "model/bert_config.h"
+#include "model/model_config.h"
 #include "train/train_config.h"
 
 namespace cpuft {
@@ -31,7 +31,7 @@ struct TaskData {
 // Reads the splits the flags ask for (train only with --do_train, etc.), applying
 // max_*_samples. Errors name the file and line. With only a --test_file, the label set is the
 // model's own (config.json's id2label): the case of `cpuft predict` on a fine-tuned model.
-TaskData load_task_data(const TrainConfig& config, const BertConfig& model_config);
+TaskData load_task_data(const TrainConfig& config, const ModelConfig& model_config);
 
 // Metrics of predictions against labels: the GLUE metric of the task, or accuracy (classification)
 // / mse (regression) for data files, as run_glue.py chooses.

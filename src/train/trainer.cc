@@ -14,7 +14,7 @@
 #include "core/check.h"
 #include "core/fp_env.h"
 #include "core/timer.h"
-#include "io/bert_checkpoint.h"
+#include "io/hf_checkpoint.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 #include "step/train_step.h"
@@ -71,7 +71,7 @@ void Trainer::prepare() {
         str("output directory ", c.output_dir,
             " already exists and is not empty; use --overwrite_output_dir to overwrite it"));
   s.config_text = read_text(model_dir / "config.json");
-  s.model_config = parse_bert_config(s.config_text, (model_dir / "config.json").string());
+  s.model_config = parse_model_config(s.config_text, (model_dir / "config.json").string());
   s.task = load_task_data(c, s.model_config);
   const int64_t task_labels =
       s.task.regression ? 1 : static_cast<int64_t>(s.task.label_names.size());
@@ -103,8 +103,8 @@ void Trainer::prepare() {
                     ": the model's classifier has ", head->shape.empty() ? 0 : head->shape[0],
                     " labels but task ", s.task.task_name.empty() ? "data" : s.task.task_name,
                     " has ", task_labels);
-    const LoadReport report = load_bert_weights(file, *s.layout, s.model_config, s.params.data(),
-                                                LoadOptions{"", c.seed});
+    const LoadReport report =
+        load_hf_weights(file, *s.layout, s.model_config, s.params.data(), LoadOptions{"", c.seed});
     for (const std::string& name : report.initialised)
       s.print("newly initialised (not in the checkpoint): " + name);
   }
@@ -158,9 +158,9 @@ void Trainer::prepare() {
   consider(s.train, c.per_device_train_batch_size);
   for (const auto& [suffix, d] : s.eval) consider(d, c.per_device_eval_batch_size);
   for (const auto& [suffix, d] : s.test) consider(d, c.per_device_eval_batch_size);
-  s.model = std::make_unique<BertModel>(s.model_config,
-                                        ModelLimits{max_batch * longest, max_batch, longest},
-                                        c.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  s.model = std::make_unique<SequenceClassifier>(
+      s.model_config, ModelLimits{max_batch * longest, max_batch, longest},
+      c.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   s.model->refresh_bf16_weights(s.p);
 }
 
@@ -329,7 +329,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   s.log(summary);
 
   if (s.is_writer()) {  // the fine-tuned model, in the Trainer's layout
-    save_bert_weights((out / "model.safetensors").string(), *s.layout, s.params.data());
+    save_hf_weights((out / "model.safetensors").string(), *s.layout, s.params.data());
     write_json(
         (out / "config.json").string(),
         fine_tuned_config(s.config_text, s.task.label_names, s.task.regression, s.task.task_name));

@@ -14,10 +14,10 @@
 #include "core/buffer.h"
 #include "core/step_timeline.h"
 #include "data/tokenizer.h"
-#include "model/bert_config.h"
-#include "model/bert_model.h"
-#include "model/bert_params.h"
+#include "model/model_config.h"
+#include "model/model_params.h"
 #include "model/param_layout.h"
+#include "model/sequence_classifier.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/grad_reducer.h"
 #include "train/distributed.h"
@@ -31,12 +31,12 @@ struct Trainer::State {
   TrainConfig cfg;
   TaskData task;
   std::string config_text;
-  BertConfig model_config;
+  ModelConfig model_config;
   std::unique_ptr<Tokenizer> tokenizer;  // set once the model folder is checked
   std::unique_ptr<ParamLayout> layout;
   AlignedBuffer<float> params, grads;
-  BertParams p{};  // the model's view of params (the training step binds its own views)
-  std::unique_ptr<BertModel> model;
+  ModelParams p{};  // the model's view of params (the training step binds its own views)
+  std::unique_ptr<SequenceClassifier> model;
   EncodedDataset train;
   std::vector<std::pair<std::string, EncodedDataset>> eval, test;
   nlohmann::json log_history = nlohmann::json::array();

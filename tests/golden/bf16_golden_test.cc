@@ -22,10 +22,10 @@
 #include "golden/golden_model.h"
 #include "golden/golden_util.h"
 #include "golden/minilm_fixture.h"
-#include "io/bert_checkpoint.h"
-#include "model/bert_model.h"
+#include "io/hf_checkpoint.h"
 #include "model/bf16_weights.h"
 #include "model/param_layout.h"
+#include "model/sequence_classifier.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 
@@ -216,7 +216,7 @@ TEST(Bf16Model, ForwardWithoutRefreshIsRefused) {
   SKIP_WITHOUT_BF16();
   Bf16Golden t("golden_tiny_cls.safetensors", "golden_tiny_cls_bf16.safetensors");
   AlignedBuffer<float> other(t.params.size());
-  const BertParams q = bind_params(t.layout, t.config, other.data());
+  const ModelParams q = bind_params(t.layout, t.config, other.data());
   EXPECT_THROW(t.model.forward(q, t.batch, StepContext{}), Error);
 }
 

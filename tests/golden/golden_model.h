@@ -14,9 +14,9 @@
 
 #include "core/buffer.h"
 #include "golden/golden_util.h"
-#include "io/bert_checkpoint.h"
-#include "model/bert_model.h"
+#include "io/hf_checkpoint.h"
 #include "model/param_layout.h"
+#include "model/sequence_classifier.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 #include "step/train_step.h"
@@ -27,7 +27,7 @@ struct GoldenModel {
   // The weights stay zero until the derived fixture loads them and calls refresh_bf16_weights.
   GoldenModel(const std::string& name, int64_t max_seq_len, MatmulPrecision precision)
       : file(SafetensorsFile::open(fixture_path(name))),
-        config(parse_bert_config(file.metadata().at("config"), file.label())),
+        config(parse_model_config(file.metadata().at("config"), file.label())),
         layout(config),
         params(static_cast<size_t>(layout.total_floats())),
         grads(static_cast<size_t>(layout.total_floats())),
@@ -76,12 +76,12 @@ struct GoldenModel {
   double max_grad_norm() const { return metadata_json(file, "hyper").at("max_grad_norm"); }
 
   SafetensorsFile file;
-  BertConfig config;
+  ModelConfig config;
   ParamLayout layout;
   AlignedBuffer<float> params, grads;
-  BertParams p, g;
+  ModelParams p, g;
   Batch batch;
-  BertModel model;
+  SequenceClassifier model;
 };
 
 // The parameters whose exact gradient is zero, followed through the 3 steps: the unused embedding
@@ -220,7 +220,7 @@ struct TinyGolden : GoldenModel {
   explicit TinyGolden(const std::string& name, MatmulPrecision precision = MatmulPrecision::f32)
       : GoldenModel(name, 64, precision) {
     const LoadReport report =
-        load_bert_weights(file, layout, config, params.data(), LoadOptions{"init.", 0});
+        load_hf_weights(file, layout, config, params.data(), LoadOptions{"init.", 0});
     EXPECT_TRUE(report.initialised.empty()) << "fixture lacks " << report.initialised.front();
     model.refresh_bf16_weights(p);  // a no-op for fp32
   }

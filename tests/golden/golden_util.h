@@ -17,7 +17,7 @@
 #include "core/check.h"
 #include "io/safetensors.h"
 #include "model/batch.h"
-#include "model/bert_config.h"
+#include "model/model_config.h"
 #include "model/param_layout.h"
 #include "test_paths.h"
 
@@ -26,7 +26,7 @@ namespace cpuft::golden {
 using cpuft::testing::fixture_path;
 
 // Packs the fixture's padded batch (padding only at the end of each row) into a Batch.
-inline Batch batch_from_fixture(const SafetensorsFile& file, const BertConfig& config) {
+inline Batch batch_from_fixture(const SafetensorsFile& file, const ModelConfig& config) {
   const TensorInfo* ids_info = file.find("input.input_ids");
   CPUFT_REQUIRE(ids_info != nullptr && ids_info->shape.size() == 2, "fixture lacks input_ids");
   const int64_t B = ids_info->shape[0], T = ids_info->shape[1];

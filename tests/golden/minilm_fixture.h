@@ -66,9 +66,10 @@ struct MiniLmGolden : GoldenModel {
     const std::string dir = minilm_dir();
     ok = std::filesystem::exists(dir + "/model.safetensors");
     if (!ok) return;
-    const LoadReport report = load_bert_weights(SafetensorsFile::open(dir + "/model.safetensors"),
-                                                layout, config, params.data());
-    // The checkpoint is a bare BertModel: only the classifier head is new; take HF's draw of it.
+    const LoadReport report = load_hf_weights(SafetensorsFile::open(dir + "/model.safetensors"),
+                                              layout, config, params.data());
+    // The checkpoint is a bare SequenceClassifier: only the classifier head is new; take HF's draw
+    // of it.
     std::vector<std::string> initialised = report.initialised;
     std::sort(initialised.begin(), initialised.end());
     EXPECT_EQ(initialised, metadata_json(file, "new_params").get<std::vector<std::string>>());

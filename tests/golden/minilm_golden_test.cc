@@ -1,6 +1,7 @@
-// The whole model against Hugging Face with the real all-MiniLM-L6-v2 weights (a bare BertModel
-// checkpoint from sentence-transformers) on the first 8 MRPC dev pairs (unequal lengths): logits,
-// loss, every element of every gradient, and every parameter element after 3 AdamW steps.
+// The whole model against Hugging Face with the real all-MiniLM-L6-v2 weights (a bare
+// SequenceClassifier checkpoint from sentence-transformers) on the first 8 MRPC dev pairs (unequal
+// lengths): logits, loss, every element of every gradient, and every parameter element after 3
+// AdamW steps.
 //
 // Tensors of up to 4096 elements (biases, LayerNorm, token types, the classifier) are in the
 // fixture whole and compared exactly. For a larger tensor (the 39 weight matrices and embedding
@@ -31,8 +32,8 @@
 #include "golden/golden_util.h"
 #include "golden/minilm_fixture.h"
 #include "golden/projection.h"
-#include "io/bert_checkpoint.h"
-#include "model/bert_model.h"
+#include "io/hf_checkpoint.h"
+#include "model/sequence_classifier.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 

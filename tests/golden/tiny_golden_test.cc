@@ -11,9 +11,9 @@
 #include "golden/golden_model.h"
 #include "golden/golden_util.h"
 #include "golden/projection.h"
-#include "io/bert_checkpoint.h"
-#include "model/bert_model.h"
+#include "io/hf_checkpoint.h"
 #include "model/param_layout.h"
+#include "model/sequence_classifier.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 

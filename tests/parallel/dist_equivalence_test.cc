@@ -20,9 +20,9 @@
 #include "core/check.h"
 #include "core/stats.h"
 #include "golden/golden_util.h"
-#include "io/bert_checkpoint.h"
-#include "model/bert_model.h"
+#include "io/hf_checkpoint.h"
 #include "model/param_layout.h"
+#include "model/sequence_classifier.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 #include "parallel/bucket_plan.h"
@@ -78,7 +78,7 @@ class GradientsAt final : public StepObserver {
 // One model replica: parameters, gradients, a model sized for its batch, an optimizer and the
 // trainer's step over them.
 struct Replica {
-  Replica(const SafetensorsFile& file, const BertConfig& config, const ParamLayout& layout,
+  Replica(const SafetensorsFile& file, const ModelConfig& config, const ParamLayout& layout,
           const Batch& batch_in, const AdamWOptions& adamw_options, const StepOptions& options)
       : batch(batch_in),
         params(static_cast<size_t>(layout.total_floats())),
@@ -86,11 +86,11 @@ struct Replica {
         model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), 64}),
         adamw(layout, adamw_options),
         step(model, layout, params, grads, adamw, options) {
-    load_bert_weights(file, layout, config, params.data(), LoadOptions{"init.", 0});
+    load_hf_weights(file, layout, config, params.data(), LoadOptions{"init.", 0});
   }
   Batch batch;
   AlignedBuffer<float> params, grads;
-  BertModel model;
+  SequenceClassifier model;
   AdamW adamw;
   TrainStep step;
 };
@@ -102,7 +102,7 @@ int run(const std::string& backend) {
                 comm->world_size(), ")");
 
   const SafetensorsFile file = SafetensorsFile::open(fixture_path("golden_tiny_cls.safetensors"));
-  const BertConfig config = parse_bert_config(file.metadata().at("config"), file.label());
+  const ModelConfig config = parse_model_config(file.metadata().at("config"), file.label());
   const ParamLayout layout(config);
   const Batch batch = batch_from_fixture(file, config);
   CPUFT_REQUIRE(batch.num_sequences() % comm->world_size() == 0, "batch of ", batch.num_sequences(),

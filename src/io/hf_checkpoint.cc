@@ -1,4 +1,4 @@
-#include "io/bert_checkpoint.h"
+#include "io/hf_checkpoint.h"
 
 #include <algorithm>
 #include <map>
@@ -29,8 +29,8 @@ bool initialised_when_missing(const std::string& name) {
 
 }  // namespace
 
-LoadReport load_bert_weights(const SafetensorsFile& file, const ParamLayout& layout,
-                             const BertConfig& config, float* params, const LoadOptions& options) {
+LoadReport load_hf_weights(const SafetensorsFile& file, const ParamLayout& layout,
+                           const ModelConfig& config, float* params, const LoadOptions& options) {
   LoadReport report;
   std::map<std::string, std::string> source_of;  // layout name -> file name
   for (const TensorInfo& tensor : file.tensors()) {
@@ -75,7 +75,7 @@ LoadReport load_bert_weights(const SafetensorsFile& file, const ParamLayout& lay
   return report;
 }
 
-void save_bert_weights(const std::string& path, const ParamLayout& layout, const float* params) {
+void save_hf_weights(const std::string& path, const ParamLayout& layout, const float* params) {
   std::vector<TensorToWrite> tensors;
   tensors.reserve(layout.specs().size());
   for (const ParamSpec& spec : layout.specs())

@@ -27,11 +27,11 @@ struct LoadOptions {
 // initializer_range), biases 0) and listed in the report. Any other missing parameter, a tensor of
 // the wrong shape or dtype, a name that two tensors map to, or an encoder tensor the config has no
 // place for: cpuft::Error naming the file and tensor.
-LoadReport load_bert_weights(const SafetensorsFile& file, const ParamLayout& layout,
-                             const BertConfig& config, float* params,
-                             const LoadOptions& options = {});
+LoadReport load_hf_weights(const SafetensorsFile& file, const ParamLayout& layout,
+                           const ModelConfig& config, float* params,
+                           const LoadOptions& options = {});
 
 // Writes every parameter under its BertForSequenceClassification name, F32, atomically.
-void save_bert_weights(const std::string& path, const ParamLayout& layout, const float* params);
+void save_hf_weights(const std::string& path, const ParamLayout& layout, const float* params);
 
 }  // namespace cpuft

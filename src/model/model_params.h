@@ -1,4 +1,4 @@
-// BertParams: named views into a flat buffer laid out by ParamLayout.
+// ModelParams: named views into a flat buffer laid out by ParamLayout.
 //
 // The same struct is bound once to the weights and once to the gradients, so forward and backward
 // code reads `p.layers[l].ffn_in_w` and `g.layers[l].ffn_in_w` side by side.
@@ -25,17 +25,17 @@ struct LayerParams {
   float* ffn_ln_b;    // (D)
 };
 
-struct BertParams {
+struct ModelParams {
   float* word_emb;  // (V, D)
   float* pos_emb;   // (P, D)
   float* type_emb;  // (2, D)
   float* emb_ln_w;  // (D)
   float* emb_ln_b;  // (D)
   std::vector<LayerParams> layers;
-  float* pooler_w;  // (D, D)
-  float* pooler_b;  // (D)
-  float* cls_w;     // (K, D)
-  float* cls_b;     // (K)
+  float* head_dense_w;  // (D, D)
+  float* head_dense_b;  // (D)
+  float* head_out_w;    // (K, D)
+  float* head_out_b;    // (K)
 };
 
 // Fills params (layout.total_floats()) as HF's BertPreTrainedModel._init_weights does: LayerNorm
@@ -44,6 +44,6 @@ struct BertParams {
 void init_random_weights(const ParamLayout& layout, float* params, float stddev, uint64_t seed);
 
 // Binds views to `base`, a buffer of layout.total_floats() floats.
-BertParams bind_params(const ParamLayout& layout, const BertConfig& config, float* base);
+ModelParams bind_params(const ParamLayout& layout, const ModelConfig& config, float* base);
 
 }  // namespace cpuft

@@ -1,4 +1,4 @@
-#include "model/bert_config.h"
+#include "model/model_config.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -55,7 +55,7 @@ struct FieldReader {
 
 }  // namespace
 
-BertConfig parse_bert_config(const std::string& json_text, const std::string& label) {
+ModelConfig parse_model_config(const std::string& json_text, const std::string& label) {
   json object;
   try {
     object = json::parse(json_text);
@@ -74,7 +74,7 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& la
   reader.require_value("is_decoder", false);
   reader.require_value("add_cross_attention", false);
 
-  BertConfig c;
+  ModelConfig c;
   reader.read("vocab_size", c.vocab_size, true);
   reader.read("hidden_size", c.hidden_size, true);
   reader.read("num_hidden_layers", c.num_hidden_layers, true);
@@ -143,12 +143,12 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& la
   return c;
 }
 
-BertConfig load_bert_config(const std::string& path) {
+ModelConfig load_model_config(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   CPUFT_REQUIRE(in.good(), path, ": cannot open");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_bert_config(text.str(), path);
+  return parse_model_config(text.str(), path);
 }
 
 }  // namespace cpuft

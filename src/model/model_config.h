@@ -1,7 +1,7 @@
-// BertConfig: the architecture of a BERT encoder, read from a Hugging Face config.json.
+// ModelConfig: the architecture of a BERT encoder, read from a Hugging Face config.json.
 //
-// Field names and defaults follow transformers' BertConfig. Fields that change the computation in a
-// way cpuft does not implement (another activation, relative positions, decoder mode) are refused
+// Field names and defaults follow transformers' ModelConfig. Fields that change the computation in
+// a way cpuft does not implement (another activation, relative positions, decoder mode) are refused
 // with an error naming the field, never silently ignored.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 namespace cpuft {
 
-struct BertConfig {
+struct ModelConfig {
   int64_t vocab_size = 0;               // V
   int64_t hidden_size = 0;              // D
   int64_t num_hidden_layers = 0;        // L
@@ -36,8 +36,8 @@ struct BertConfig {
 };
 
 // Parses config.json text; `label` names the file in error messages.
-BertConfig parse_bert_config(const std::string& json_text, const std::string& label);
+ModelConfig parse_model_config(const std::string& json_text, const std::string& label);
 // Reads and parses a config.json file.
-BertConfig load_bert_config(const std::string& path);
+ModelConfig load_model_config(const std::string& path);
 
 }  // namespace cpuft

@@ -1,4 +1,4 @@
-#include "model/bert_model.h"
+#include "model/sequence_classifier.h"
 
 #include <omp.h>
 
@@ -36,8 +36,8 @@ class ArenaCarver {
 
 }  // namespace
 
-struct BertModel::State {
-  State(const BertConfig& c, const ModelLimits& limits, MatmulPrecision precision)
+struct SequenceClassifier::State {
+  State(const ModelConfig& c, const ModelLimits& limits, MatmulPrecision precision)
       : plans{LinearPlans(limits.max_tokens, c.hidden_size, 3 * c.hidden_size, precision, "qkv"),
               LinearPlans(limits.max_tokens, c.hidden_size, c.hidden_size, precision, "attn_out"),
               LinearPlans(limits.max_tokens, c.hidden_size, c.intermediate_size, precision,
@@ -87,7 +87,7 @@ struct BertModel::State {
   float loss_scale = 1;
 
   // Carves all buffers from the arena; with base == nullptr only counts floats.
-  int64_t carve(const BertConfig& c, const ModelLimits& limits, float* base) {
+  int64_t carve(const ModelConfig& c, const ModelLimits& limits, float* base) {
     const int64_t N = limits.max_tokens, B = limits.max_sequences, T = limits.max_seq_len;
     const int64_t D = c.hidden_size, F = c.intermediate_size, H = c.num_attention_heads;
     const int64_t K = c.num_labels;
@@ -133,7 +133,7 @@ struct BertModel::State {
   }
 
   // Carves the bf16 buffers (bf16 models only); with base == nullptr only counts elements.
-  int64_t carve_bf16(const BertConfig& c, const ModelLimits& limits, bf16* base) {
+  int64_t carve_bf16(const ModelConfig& c, const ModelLimits& limits, bf16* base) {
     const int64_t N = limits.max_tokens, D = c.hidden_size, F = c.intermediate_size;
     ArenaCarver<bf16> a(base);
     for (LayerActivations& l : layers) {
@@ -147,7 +147,8 @@ struct BertModel::State {
   }
 };
 
-BertModel::BertModel(const BertConfig& config, const ModelLimits& limits, MatmulPrecision precision)
+SequenceClassifier::SequenceClassifier(const ModelConfig& config, const ModelLimits& limits,
+                                       MatmulPrecision precision)
     : config_(config), limits_(limits) {
   CPUFT_REQUIRE(limits.max_tokens > 0 && limits.max_sequences > 0 && limits.max_seq_len > 0,
                 "model limits must be positive");
@@ -166,13 +167,13 @@ BertModel::BertModel(const BertConfig& config, const ModelLimits& limits, Matmul
   state_->prob_offsets.resize(static_cast<size_t>(limits.max_sequences + 1));
 }
 
-BertModel::~BertModel() = default;
+SequenceClassifier::~SequenceClassifier() = default;
 
-const float* BertModel::logits() const {
+const float* SequenceClassifier::logits() const {
   return state_->logits;
 }
 
-void BertModel::refresh_bf16_weights(const BertParams& params) {
+void SequenceClassifier::refresh_bf16_weights(const ModelParams& params) {
   if (state_->bf16_weights) state_->bf16_weights->refresh(params);
 }
 
@@ -182,7 +183,7 @@ RngKey dropout_key(const StepContext& ctx, uint32_t layer, uint32_t site) {
   return RngKey{ctx.seed, dropout_stream(ctx.step, ctx.rank, layer, site)};
 }
 
-EncoderDims encoder_dims(const BertConfig& c, bool training) {
+EncoderDims encoder_dims(const ModelConfig& c, bool training) {
   return EncoderDims{
       AttentionDims{c.hidden_size, c.num_attention_heads, c.head_dim()},
       c.intermediate_size,
@@ -194,11 +195,11 @@ EncoderDims encoder_dims(const BertConfig& c, bool training) {
 
 }  // namespace
 
-float BertModel::forward(const BertParams& p, const Batch& batch, const StepContext& context,
-                         bool with_loss, float loss_scale) {
+float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
+                                  const StepContext& context, bool with_loss, float loss_scale) {
   State& s = *state_;
   const KernelTable& k = kernels();
-  const BertConfig& c = config_;
+  const ModelConfig& c = config_;
   const int64_t N = batch.num_tokens(), B = batch.num_sequences();
   const int64_t D = c.hidden_size, K = c.num_labels;
   CPUFT_REQUIRE(N <= limits_.max_tokens && B <= limits_.max_sequences && B > 0, "batch of ", B,
@@ -248,12 +249,12 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
 
   // Head: pooled = tanh([CLS] Wp^T + bp); logits = dropout(pooled) Wc^T + bc
   for (int64_t i = 0; i < B; ++i) std::copy_n(x + batch.seq_offsets[i] * D, D, s.pooled_in + i * D);
-  s.pooler.forward(s.pooled, s.pooled_in, p.pooler_w, p.pooler_b, B);
+  s.pooler.forward(s.pooled, s.pooled_in, p.head_dense_w, p.head_dense_b, B);
   k.tanh_forward(s.pooled, s.pooled, B * D);
   const float classifier_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
   k.dropout_forward(s.pooled_drop, s.pooled, classifier_dropout,
                     dropout_key(context, kClassifierDropoutLayer, 0), B * D);
-  s.classifier.forward(s.logits, s.pooled_drop, p.cls_w, p.cls_b, B);
+  s.classifier.forward(s.logits, s.pooled_drop, p.head_out_w, p.head_out_b, B);
 
   if (!with_loss) return 0.0f;
   if (c.is_regression()) {
@@ -267,11 +268,12 @@ float BertModel::forward(const BertParams& p, const Batch& batch, const StepCont
                                           K);
 }
 
-void BertModel::backward(const BertParams& p, const BertParams& g, GradListener* listener) {
+void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
+                                  GradListener* listener) {
   State& s = *state_;
   CPUFT_CHECK(s.batch != nullptr && s.has_loss, "backward needs a forward with loss first");
   const KernelTable& k = kernels();
-  const BertConfig& c = config_;
+  const ModelConfig& c = config_;
   const Batch& batch = *s.batch;
   const StepContext& context = s.context;
   const int64_t N = batch.num_tokens(), B = batch.num_sequences();
@@ -283,18 +285,18 @@ void BertModel::backward(const BertParams& p, const BertParams& g, GradListener*
   };
 
   // undo: logits = pooled_drop Wc^T + bc    (d_logits came from the loss in forward)
-  s.classifier.backward_weights(g.cls_w, s.d_logits, s.pooled_drop, B);
-  k.bias_backward(g.cls_b, s.d_logits, B, c.num_labels);
-  s.classifier.backward_data(s.d_pooled, s.d_logits, p.cls_w, B);
+  s.classifier.backward_weights(g.head_out_w, s.d_logits, s.pooled_drop, B);
+  k.bias_backward(g.head_out_b, s.d_logits, B, c.num_labels);
+  s.classifier.backward_data(s.d_pooled, s.d_logits, p.head_out_w, B);
   ready(classifier_layer(c));
   // undo: pooled_drop = dropout(pooled); pooled = tanh(pooled_in Wp^T + bp)
   const float classifier_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
   k.dropout_backward(s.d_pooled, s.d_pooled, classifier_dropout,
                      dropout_key(context, kClassifierDropoutLayer, 0), B * D);
   k.tanh_backward(s.d_pooled, s.d_pooled, s.pooled, B * D);
-  s.pooler.backward_weights(g.pooler_w, s.d_pooled, s.pooled_in, B);
-  k.bias_backward(g.pooler_b, s.d_pooled, B, D);
-  s.pooler.backward_data(s.d_pooled_in, s.d_pooled, p.pooler_w, B);
+  s.pooler.backward_weights(g.head_dense_w, s.d_pooled, s.pooled_in, B);
+  k.bias_backward(g.head_dense_b, s.d_pooled, B, D);
+  s.pooler.backward_data(s.d_pooled_in, s.d_pooled, p.head_dense_w, B);
   ready(pooler_layer(c));
   // undo: pooled_in = [CLS] rows of the last layer's output
   float* d_out = s.d_hidden[0];

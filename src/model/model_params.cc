@@ -1,4 +1,4 @@
-#include "model/bert_params.h"
+#include "model/model_params.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 
 namespace cpuft {
 
-BertParams bind_params(const ParamLayout& layout, const BertConfig& config, float* base) {
+ModelParams bind_params(const ParamLayout& layout, const ModelConfig& config, float* base) {
   const FamilyParamTables& tables = layout.tables();
   const std::vector<ParamSpec>& specs = layout.specs();
   size_t next = 0;  // the layout lists the tables' entries in table order
@@ -23,7 +23,7 @@ BertParams bind_params(const ParamLayout& layout, const BertConfig& config, floa
       end_of_previous = at + specs[next - 1].numel;
     }
   };
-  BertParams p{};
+  ModelParams p{};
   bind(p, tables.embeddings);
   p.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   for (LayerParams& lp : p.layers) bind(lp, tables.layer);

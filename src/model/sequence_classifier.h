@@ -1,8 +1,8 @@
-// BertModel: forward and backward of BertForSequenceClassification on packed batches.
+// SequenceClassifier: forward and backward of BertForSequenceClassification on packed batches.
 //
 // The model owns its activations and scratch, sized once for the largest batch it will see
 // (ModelLimits), and its matmul plans; forward/backward allocate nothing. Parameters and gradients
-// are not owned: they are BertParams views handed in by the caller (the trainer owns the flat
+// are not owned: they are ModelParams views handed in by the caller (the trainer owns the flat
 // buffers and the optimizer; TrainStep, src/step, runs the optimizer step over them).
 #pragma once
 
@@ -13,9 +13,9 @@
 #include "core/buffer.h"
 #include "gemm/matmul_plan.h"
 #include "model/batch.h"
-#include "model/bert_config.h"
-#include "model/bert_params.h"
 #include "model/bf16_weights.h"
+#include "model/model_config.h"
+#include "model/model_params.h"
 
 namespace cpuft {
 
@@ -42,35 +42,35 @@ class GradListener {
   virtual void on_layer_grads_ready(int layer) = 0;
 };
 
-class BertModel {
+class SequenceClassifier {
  public:
   // precision bf16: the encoder's linear products take bf16 inputs (encoder_layer.h); the model
   // then keeps a bf16 copy of those weights, which refresh_bf16_weights() must fill before the
   // first forward and after every change of the weights (a forward before the first refresh, or
   // on another weight buffer, is refused; a change in place since the last refresh is not seen).
-  BertModel(const BertConfig& config, const ModelLimits& limits,
-            MatmulPrecision precision = MatmulPrecision::f32);
-  ~BertModel();
+  SequenceClassifier(const ModelConfig& config, const ModelLimits& limits,
+                     MatmulPrecision precision = MatmulPrecision::f32);
+  ~SequenceClassifier();
 
   // Rounds the encoder's linear weights into the bf16 copy; a no-op for fp32 models.
-  void refresh_bf16_weights(const BertParams& params);
+  void refresh_bf16_weights(const ModelParams& params);
 
   // Runs the forward pass; returns the mean loss over the batch when `with_loss` (labels/targets
   // must be set), else 0. Logits stay available through logits() until the next forward.
-  float forward(const BertParams& params, const Batch& batch, const StepContext& context,
+  float forward(const ModelParams& params, const Batch& batch, const StepContext& context,
                 bool with_loss = true, float loss_scale = 1.0f);
   // Backward of the last forward (which must have had with_loss). Parameter gradients ACCUMULATE
   // into `grads`.
-  void backward(const BertParams& params, const BertParams& grads,
+  void backward(const ModelParams& params, const ModelParams& grads,
                 GradListener* listener = nullptr);
 
   const float* logits() const;  // (B, K) of the last forward
-  const BertConfig& config() const { return config_; }
+  const ModelConfig& config() const { return config_; }
   const ModelLimits& limits() const { return limits_; }
 
  private:
   struct State;
-  BertConfig config_;
+  ModelConfig config_;
   ModelLimits limits_;
   std::unique_ptr<State> state_;
 };

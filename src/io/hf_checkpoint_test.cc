@@ -1,4 +1,4 @@
-#include "io/bert_checkpoint.h"
+#include "io/hf_checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@ const char* kConfig = R"({"vocab_size": 11, "hidden_size": 8, "num_hidden_layers
 
 class BertCheckpoint : public ::testing::Test {
  protected:
-  BertConfig config = parse_bert_config(kConfig, "config.json");
+  ModelConfig config = parse_model_config(kConfig, "config.json");
   ParamLayout layout{config};
   std::string dir =
       (std::filesystem::temp_directory_path() / ("cpuft_ckpt_" + std::to_string(::getpid())))
@@ -54,7 +54,7 @@ class BertCheckpoint : public ::testing::Test {
   std::string load_error(const std::string& path) {
     std::vector<float> out(static_cast<size_t>(layout.total_floats()));
     try {
-      load_bert_weights(SafetensorsFile::open(path), layout, config, out.data());
+      load_hf_weights(SafetensorsFile::open(path), layout, config, out.data());
     } catch (const Error& e) {
       return e.what();
     }
@@ -66,10 +66,10 @@ class BertCheckpoint : public ::testing::Test {
 TEST_F(BertCheckpoint, SaveLoadRoundTrip) {
   const std::vector<float> params = numbered_params();
   const std::string path = dir + "/saved.safetensors";
-  save_bert_weights(path, layout, params.data());
+  save_hf_weights(path, layout, params.data());
   std::vector<float> loaded(params.size(), -1.0f);
   const LoadReport report =
-      load_bert_weights(SafetensorsFile::open(path), layout, config, loaded.data());
+      load_hf_weights(SafetensorsFile::open(path), layout, config, loaded.data());
   EXPECT_TRUE(report.initialised.empty());
   EXPECT_TRUE(report.ignored.empty());
   for (const ParamSpec& spec : layout.specs())
@@ -83,7 +83,8 @@ TEST_F(BertCheckpoint, SaveLoadRoundTrip) {
 
 TEST_F(BertCheckpoint, BareBertModelWithOldLayerNormNamesGetsAFreshHead) {
   const std::vector<float> params = numbered_params();
-  // A sentence-transformers style BertModel: no "bert." prefix, no classifier; TF-era gamma/beta.
+  // A sentence-transformers style SequenceClassifier: no "bert." prefix, no classifier; TF-era
+  // gamma/beta.
   const std::string path = write(params, [](const std::string& name) -> std::string {
     if (name.starts_with("classifier.")) return "";
     std::string bare = name.substr(5);
@@ -93,7 +94,7 @@ TEST_F(BertCheckpoint, BareBertModelWithOldLayerNormNamesGetsAFreshHead) {
   });
   std::vector<float> loaded(params.size());
   const LoadReport report =
-      load_bert_weights(SafetensorsFile::open(path), layout, config, loaded.data());
+      load_hf_weights(SafetensorsFile::open(path), layout, config, loaded.data());
   EXPECT_EQ(report.initialised, (std::vector<std::string>{"classifier.weight", "classifier.bias"}));
   const ParamSpec& ln = layout.at("bert.encoder.layer.0.output.LayerNorm.weight");
   EXPECT_EQ(loaded[ln.offset + 3], params[ln.offset + 3]);
@@ -180,7 +181,7 @@ TEST_F(BertCheckpoint, IntegerTensorUnderAParameterNameIsAnError) {
   const SafetensorsFile file = SafetensorsFile::from_bytes(bytes, "edited.safetensors");
   std::vector<float> out(static_cast<size_t>(layout.total_floats()));
   try {
-    load_bert_weights(file, layout, config, out.data());
+    load_hf_weights(file, layout, config, out.data());
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("has dtype I32"), std::string::npos) << e.what();
