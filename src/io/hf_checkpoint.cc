@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "core/stats.h"
+#include "model/family.h"
 
 namespace cpuft {
 
@@ -22,44 +23,49 @@ bool is_float(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F64;
 }
 
-// The heads that BertForSequenceClassification creates when a checkpoint lacks them.
-bool initialised_when_missing(const std::string& name) {
-  return name.starts_with("classifier.") || name.starts_with("bert.pooler.");
+// The head is what *ForSequenceClassification creates when a checkpoint lacks it (BERT's pooler
+// included: BertForSequenceClassification initialises it too).
+bool initialised_when_missing(const ParamSpec& spec, const ModelConfig& config) {
+  return spec.layer >= pooler_layer(config);
 }
 
 }  // namespace
 
-LoadReport load_hf_weights(const SafetensorsFile& file, const ParamLayout& layout,
+LoadReport load_hf_weights(std::span<const SafetensorsFile> files, const ParamLayout& layout,
                            const ModelConfig& config, float* params, const LoadOptions& options) {
+  CPUFT_REQUIRE(!files.empty(), "no weight files to load");
   LoadReport report;
   std::map<std::string, std::string> source_of;  // layout name -> file name
-  for (const TensorInfo& tensor : file.tensors()) {
-    if (!tensor.name.starts_with(options.name_prefix)) continue;
-    const std::string stripped = tensor.name.substr(options.name_prefix.size());
-    const std::string name = canonical_param_name(stripped);
-    if (name.empty()) {
-      report.ignored.push_back(tensor.name);
-      continue;
+  for (const SafetensorsFile& file : files)
+    for (const TensorInfo& tensor : file.tensors()) {
+      if (!tensor.name.starts_with(options.name_prefix)) continue;
+      const std::string stripped = tensor.name.substr(options.name_prefix.size());
+      const std::string name = canonical_param_name(stripped, layout.tables());
+      const ParamSpec* spec = name.empty() ? nullptr : layout.find(name);
+      if (spec == nullptr) {
+        CPUFT_REQUIRE(name.empty() || !contradicts_config(name, layout.tables()), file.label(),
+                      ": tensor '", tensor.name, "' has no place in a ",
+                      family_spec(config.family).model_type, " model with this config (",
+                      config.num_hidden_layers, " layers, ", config.num_labels, " labels)");
+        report.ignored.push_back(tensor.name);
+        continue;
+      }
+      auto [it, inserted] = source_of.emplace(name, tensor.name);
+      CPUFT_REQUIRE(inserted, file.label(), ": tensors '", it->second, "' and '", tensor.name,
+                    "' both name parameter '", name, "'");
+      CPUFT_REQUIRE(tensor.shape == spec->shape, file.label(), ": tensor '", tensor.name,
+                    "' has shape ", shape_text(tensor.shape), ", the config needs ",
+                    shape_text(spec->shape));
+      CPUFT_REQUIRE(is_float(tensor.dtype), file.label(), ": tensor '", tensor.name, "' has dtype ",
+                    dtype_name(tensor.dtype), "; expected F32, F16, BF16 or F64");
+      file.read_f32(tensor, params + spec->offset);
     }
-    const ParamSpec* spec = layout.find(name);
-    CPUFT_REQUIRE(spec != nullptr, file.label(), ": tensor '", tensor.name,
-                  "' has no place in a model with this config (", config.num_hidden_layers,
-                  " layers, ", config.num_labels, " labels)");
-    auto [it, inserted] = source_of.emplace(name, tensor.name);
-    CPUFT_REQUIRE(inserted, file.label(), ": tensors '", it->second, "' and '", tensor.name,
-                  "' both name parameter '", name, "'");
-    CPUFT_REQUIRE(tensor.shape == spec->shape, file.label(), ": tensor '", tensor.name,
-                  "' has shape ", shape_text(tensor.shape), ", the config needs ",
-                  shape_text(spec->shape));
-    CPUFT_REQUIRE(is_float(tensor.dtype), file.label(), ": tensor '", tensor.name, "' has dtype ",
-                  dtype_name(tensor.dtype), "; expected F32, F16, BF16 or F64");
-    file.read_f32(tensor, params + spec->offset);
-  }
 
   for (const ParamSpec& spec : layout.specs()) {
     if (source_of.contains(spec.name)) continue;
-    CPUFT_REQUIRE(initialised_when_missing(spec.name), file.label(), ": missing tensor '",
-                  spec.name, "'");
+    CPUFT_REQUIRE(initialised_when_missing(spec, config), files.front().label(),
+                  ": missing tensor '", spec.name, "'",
+                  files.size() > 1 ? " (in every shard)" : "");
     float* out = params + spec.offset;
     if (spec.name.ends_with(".bias")) {
       std::fill_n(out, spec.numel, 0.0f);

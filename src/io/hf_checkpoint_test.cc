@@ -83,7 +83,7 @@ TEST_F(BertCheckpoint, SaveLoadRoundTrip) {
 
 TEST_F(BertCheckpoint, BareBertModelWithOldLayerNormNamesGetsAFreshHead) {
   const std::vector<float> params = numbered_params();
-  // A sentence-transformers style SequenceClassifier: no "bert." prefix, no classifier; TF-era
+  // A sentence-transformers style BertModel: no "bert." prefix, no classifier; TF-era
   // gamma/beta.
   const std::string path = write(params, [](const std::string& name) -> std::string {
     if (name.starts_with("classifier.")) return "";

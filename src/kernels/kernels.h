@@ -43,6 +43,7 @@ struct KernelTable {
   const char* isa;  // "reference" or "avx512"
 
   // out(N,D) = word[ids] + pos[pos_ids] + type[type_ids]      (ids: int32, (N))
+  // type == nullptr (no token types): out = word[ids] + pos[pos_ids]; d_type == nullptr likewise.
   void (*embeddings_forward)(float* out, const float* word, const float* pos, const float* type,
                              const int32_t* ids, const int32_t* pos_ids, const int32_t* type_ids,
                              int64_t N, int64_t D);

@@ -1,7 +1,8 @@
 // Batch: a list of sequences of different lengths, packed end to end (no padding).
 //
 // The dense layers run on all N real tokens at once; attention runs per sequence. A padded batch is
-// the special case where every sequence has the same length.
+// the special case where every sequence has the same length. Position ids are the model's to count
+// (model/family.h: from 0 in each sequence, or after padding_idx as RoBERTa's).
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,7 @@ namespace cpuft {
 
 struct Batch {
   std::vector<int32_t> input_ids;       // (N) all sequences concatenated
-  std::vector<int32_t> token_type_ids;  // (N)
-  std::vector<int32_t> position_ids;    // (N) 0..T_s-1 within each sequence
+  std::vector<int32_t> token_type_ids;  // (N) ignored by families without token types
   std::vector<int64_t> seq_offsets{
       0};                       // (B+1) sequence s is tokens [seq_offsets[s], seq_offsets[s+1])
   std::vector<int32_t> labels;  // (B) class ids (classification)
@@ -27,7 +27,6 @@ struct Batch {
   void clear() {
     input_ids.clear();
     token_type_ids.clear();
-    position_ids.clear();
     seq_offsets.assign(1, 0);
     labels.clear();
     targets.clear();
@@ -36,7 +35,6 @@ struct Batch {
     for (size_t i = 0; i < ids.size(); ++i) {
       input_ids.push_back(ids[i]);
       token_type_ids.push_back(types[i]);
-      position_ids.push_back(static_cast<int32_t>(i));
     }
     seq_offsets.push_back(num_tokens());
   }

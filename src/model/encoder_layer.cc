@@ -52,7 +52,7 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
                     scratch.attention, scratch.attention_per_thread);
   const Operand ctx_in = as_input(a.ctx, a.ctx_b, N * D);
   plans.attn_out.forward(tmp, ctx_in, w.attn_out, p.attn_out_b, N);
-  k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kAttentionOutput], N * D);
+  k.dropout_forward(tmp, tmp, dims.attention_output_dropout, keys[kAttentionOutput], N * D);
   k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, x, p.attn_ln_w, p.attn_ln_b,
                            dims.layer_norm_eps, N, D);
 
@@ -110,7 +110,7 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1, a.ln1_mean, a.ln1_rstd,
                         p.attn_ln_w, N, D);
   // undo: s1 = dropout(ctx Wo^T + bo) + x   (the x branch is added at the end)
-  k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kAttentionOutput], N * D);
+  k.dropout_backward(d_tmp, d_s, dims.attention_output_dropout, keys[kAttentionOutput], N * D);
   float* d_ctx = d_h;
   {
     const Operand d_y = as_input(d_tmp, grad_b, N * D);

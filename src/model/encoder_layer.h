@@ -1,8 +1,9 @@
-// One BERT encoder layer (self-attention + feed-forward, post-LayerNorm), forward and backward.
+// One encoder layer of the BERT kind (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, ELECTRA)
+// (self-attention + feed-forward, post-LayerNorm), forward and backward.
 //
 //   qkv   = x Wqkv^T + bqkv                      (N, 3D)
 //   ctx   = attention(qkv)                        (N, D)
-//   s1    = dropout(ctx Wo^T + bo) + x            (N, D)
+//   s1    = dropout(ctx Wo^T + bo) + x            (N, D)   (no dropout in DistilBERT)
 //   h1    = LayerNorm(s1)                         (N, D)
 //   pre   = h1 W1^T + b1                          (N, F)
 //   act   = gelu(pre)                             (N, F)
@@ -73,8 +74,10 @@ struct EncoderDims {
   AttentionDims attention;
   int64_t F;
   float layer_norm_eps;
-  float hidden_dropout;     // 0 when not training
-  float attention_dropout;  // 0 when not training
+  float hidden_dropout;            // after the FFN output; 0 when not training
+  float attention_dropout;         // on the attention probabilities; 0 when not training
+  float attention_output_dropout;  // after the attention output (= hidden_dropout, except 0 in
+                                   // DistilBERT, which has none); 0 when not training
 };
 
 // Dropout sites of a layer, for RngKey streams.

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "model/family.h"
 
 namespace cpuft {
 
@@ -65,28 +66,56 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   CPUFT_REQUIRE(object.is_object(), label, ": must be a JSON object");
 
   const FieldReader reader{object, label};
-  std::string model_type;
+  std::string model_type = "bert";  // folders written before model_type existed are BERT's
   reader.read("model_type", model_type);
-  CPUFT_REQUIRE(model_type.empty() || model_type == "bert", label, ": field 'model_type' is \"",
-                model_type, "\"; cpuft supports \"bert\"");
-  reader.require_value("hidden_act", "gelu");
-  reader.require_value("position_embedding_type", "absolute");
-  reader.require_value("is_decoder", false);
-  reader.require_value("add_cross_attention", false);
+  const FamilySpec* family = find_family(model_type);
+  CPUFT_REQUIRE(family != nullptr, label, ": field 'model_type' is \"", model_type,
+                "\"; cpuft supports ", supported_model_types());
 
   ModelConfig c;
-  reader.read("vocab_size", c.vocab_size, true);
-  reader.read("hidden_size", c.hidden_size, true);
-  reader.read("num_hidden_layers", c.num_hidden_layers, true);
-  reader.read("num_attention_heads", c.num_attention_heads, true);
-  reader.read("intermediate_size", c.intermediate_size, true);
-  reader.read("max_position_embeddings", c.max_position_embeddings, true);
-  reader.read("type_vocab_size", c.type_vocab_size, false);
-  reader.read("hidden_dropout_prob", c.hidden_dropout_prob);
-  reader.read("attention_probs_dropout_prob", c.attention_probs_dropout_prob);
-  reader.read("classifier_dropout", c.classifier_dropout);
+  c.family = family->family;
+  if (c.family == Family::distilbert) {
+    // DistilBertConfig's names; its LayerNorms use eps 1e-12 whatever the config says, and it has
+    // no token types. sinusoidal_pos_embds only changes a random initialisation in transformers
+    // 5 (the table is trained either way), and checkpoints carry the table, so it changes nothing.
+    reader.require_value("activation", "gelu");
+    reader.read("vocab_size", c.vocab_size, true);
+    reader.read("dim", c.hidden_size, true);
+    reader.read("n_layers", c.num_hidden_layers, true);
+    reader.read("n_heads", c.num_attention_heads, true);
+    reader.read("hidden_dim", c.intermediate_size, true);
+    reader.read("max_position_embeddings", c.max_position_embeddings, true);
+    reader.read("dropout", c.hidden_dropout_prob);
+    reader.read("attention_dropout", c.attention_probs_dropout_prob);
+    c.classifier_dropout = 0.2;  // DistilBertConfig's default seq_classif_dropout
+    reader.read("seq_classif_dropout", c.classifier_dropout);
+    c.type_vocab_size = 0;
+  } else {
+    reader.require_value("hidden_act", "gelu");
+    reader.require_value("position_embedding_type", "absolute");
+    reader.require_value("is_decoder", false);
+    reader.require_value("add_cross_attention", false);
+    reader.read("vocab_size", c.vocab_size, true);
+    reader.read("hidden_size", c.hidden_size, true);
+    reader.read("num_hidden_layers", c.num_hidden_layers, true);
+    reader.read("num_attention_heads", c.num_attention_heads, true);
+    reader.read("intermediate_size", c.intermediate_size, true);
+    reader.read("max_position_embeddings", c.max_position_embeddings, true);
+    reader.read("type_vocab_size", c.type_vocab_size, false);
+    reader.read("hidden_dropout_prob", c.hidden_dropout_prob);
+    reader.read("attention_probs_dropout_prob", c.attention_probs_dropout_prob);
+    reader.read("classifier_dropout", c.classifier_dropout);
+    reader.read("layer_norm_eps", c.layer_norm_eps);
+  }
+  c.embedding_size = c.hidden_size;
+  if (c.family == Family::electra) {
+    c.embedding_size = 128;  // ElectraConfig's default
+    reader.read("embedding_size", c.embedding_size, false);
+  }
+  // Each config class's default pad_token_id: 1 for RoBERTa and XLM-RoBERTa, else 0.
+  c.pad_token_id = family->positions == PositionRule::after_padding_idx ? 1 : 0;
+  reader.read("pad_token_id", c.pad_token_id, false);
   reader.read("initializer_range", c.initializer_range);
-  reader.read("layer_norm_eps", c.layer_norm_eps);
   reader.read("problem_type", c.problem_type);
 
   // num_labels: explicit field, else the size of id2label, else 2 (transformers' default).
@@ -123,7 +152,17 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   positive("num_attention_heads", c.num_attention_heads);
   positive("intermediate_size", c.intermediate_size);
   positive("max_position_embeddings", c.max_position_embeddings);
-  positive("type_vocab_size", c.type_vocab_size);
+  if (family->token_types) positive("type_vocab_size", c.type_vocab_size);
+  positive("embedding_size", c.embedding_size);
+  if (family->positions == PositionRule::after_padding_idx) {
+    CPUFT_REQUIRE(c.pad_token_id >= 0 && c.pad_token_id < c.vocab_size, label,
+                  ": field 'pad_token_id' (", c.pad_token_id,
+                  ") must be a token id below vocab_size");
+    CPUFT_REQUIRE(c.max_position_embeddings > c.pad_token_id + 1, label,
+                  ": field 'max_position_embeddings' (", c.max_position_embeddings,
+                  ") leaves no position after pad_token_id + 1 (", c.pad_token_id + 1,
+                  "), where this family's positions start");
+  }
   CPUFT_REQUIRE(c.hidden_size % c.num_attention_heads == 0, label, ": field 'hidden_size' (",
                 c.hidden_size, ") is not a multiple of 'num_attention_heads' (",
                 c.num_attention_heads, ")");
@@ -141,6 +180,12 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   CPUFT_REQUIRE(c.problem_type != "regression" || c.num_labels == 1, label,
                 ": problem_type regression needs num_labels 1, got ", c.num_labels);
   return c;
+}
+
+int64_t ModelConfig::max_sequence_length() const {
+  return family_spec(family).positions == PositionRule::after_padding_idx
+             ? max_position_embeddings - pad_token_id - 1
+             : max_position_embeddings;
 }
 
 ModelConfig load_model_config(const std::string& path) {

@@ -1,8 +1,12 @@
-// ModelConfig: the architecture of a BERT encoder, read from a Hugging Face config.json.
+// ModelConfig: the architecture of an encoder of one of the supported families (BERT, DistilBERT,
+// RoBERTa, XLM-RoBERTa, ELECTRA), read from a Hugging Face config.json.
 //
-// Field names and defaults follow transformers' ModelConfig. Fields that change the computation in
-// a way cpuft does not implement (another activation, relative positions, decoder mode) are refused
-// with an error naming the field, never silently ignored.
+// config.json's "model_type" names the family; each family's field names and defaults are those of
+// its transformers config class (DistilBERT's `dim`, `n_layers`, ... land in the same fields as
+// BERT's `hidden_size`, `num_hidden_layers`, ...). What differs between the families beyond these
+// numbers (parameter names, position ids, the head) is in model/family.h. Fields that change the
+// computation in a way cpuft does not implement (another activation, relative positions, decoder
+// mode) are refused with an error naming the field, never silently ignored.
 #pragma once
 
 #include <cstdint>
@@ -11,24 +15,35 @@
 
 namespace cpuft {
 
+// The encoder families, by config.json "model_type".
+enum class Family { bert, distilbert, roberta, xlm_roberta, electra };
+
 struct ModelConfig {
+  Family family = Family::bert;
   int64_t vocab_size = 0;               // V
   int64_t hidden_size = 0;              // D
   int64_t num_hidden_layers = 0;        // L
   int64_t num_attention_heads = 0;      // H
   int64_t intermediate_size = 0;        // F
   int64_t max_position_embeddings = 0;  // P
+  int64_t embedding_size = 0;           // E, the embeddings' width (= D except in ELECTRA)
+  int64_t pad_token_id = 0;             // RoBERTa's position ids count from it (padding_idx)
   int64_t type_vocab_size = 2;
   double hidden_dropout_prob = 0.1;
   double attention_probs_dropout_prob = 0.1;
-  double classifier_dropout = -1;  // < 0: null in config.json, use hidden_dropout_prob
+  // < 0: null in config.json, use hidden_dropout_prob. DistilBERT's seq_classif_dropout.
+  double classifier_dropout = -1;
   double initializer_range = 0.02;
   double layer_norm_eps = 1e-12;
   int64_t num_labels = 2;             // K; 1 means regression
   std::string problem_type;           // "", "single_label_classification", "regression"
   std::vector<std::string> id2label;  // num_labels entries ("LABEL_0", ... by default)
 
-  int64_t head_dim() const { return hidden_size / num_attention_heads; }  // Dh
+  int64_t head_dim() const { return hidden_size / num_attention_heads; }           // Dh
+  bool has_embedding_projection() const { return embedding_size != hidden_size; }  // ELECTRA
+  // The longest sequence the position table can hold: P, less padding_idx + 1 where positions
+  // start after padding_idx (RoBERTa, XLM-RoBERTa).
+  int64_t max_sequence_length() const;
   bool is_regression() const { return num_labels == 1; }
   float effective_classifier_dropout() const {
     return static_cast<float>(classifier_dropout >= 0 ? classifier_dropout : hidden_dropout_prob);

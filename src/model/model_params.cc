@@ -15,6 +15,7 @@ ModelParams bind_params(const ParamLayout& layout, const ModelConfig& config, fl
   auto bind = [&](auto& views, const auto& entries) {
     const float* end_of_previous = nullptr;
     for (const auto& e : entries) {
+      if (!present(e, config)) continue;
       CPUFT_CHECK(next < specs.size() && specs[next].name.ends_with(e.name), "layout and tables ",
                   "disagree at ", e.name);
       float* at = base + specs[next++].offset;

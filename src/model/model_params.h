@@ -26,11 +26,14 @@ struct LayerParams {
 };
 
 struct ModelParams {
-  float* word_emb;  // (V, D)
-  float* pos_emb;   // (P, D)
-  float* type_emb;  // (2, D)
-  float* emb_ln_w;  // (D)
-  float* emb_ln_b;  // (D)
+  // The embeddings are E wide (E = D except in ELECTRA).
+  float* word_emb;    // (V, E)
+  float* pos_emb;     // (P, E)
+  float* type_emb;    // (Ty, E); nullptr without token types (DistilBERT)
+  float* emb_ln_w;    // (E)
+  float* emb_ln_b;    // (E)
+  float* emb_proj_w;  // (D, E) ELECTRA's embeddings_project when E != D, else nullptr
+  float* emb_proj_b;  // (D)
   std::vector<LayerParams> layers;
   float* head_dense_w;  // (D, D)
   float* head_dense_b;  // (D)

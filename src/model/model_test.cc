@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "model/bf16_weights.h"
+#include "model/family.h"
 #include "model/model_config.h"
 #include "model/model_params.h"
 #include "model/param_layout.h"
@@ -138,17 +139,146 @@ TEST(ParamLayout, LayerRangesAreContiguousAndInBackwardOrder) {
 }
 
 TEST(CanonicalName, AcceptsBothNamingSchemesAndOldLayerNorm) {
-  EXPECT_EQ(canonical_param_name("bert.embeddings.word_embeddings.weight"),
+  const FamilyParamTables& bert = family_spec(Family::bert).tables;
+  EXPECT_EQ(canonical_param_name("bert.embeddings.word_embeddings.weight", bert),
             "bert.embeddings.word_embeddings.weight");
-  EXPECT_EQ(canonical_param_name("embeddings.word_embeddings.weight"),
+  EXPECT_EQ(canonical_param_name("embeddings.word_embeddings.weight", bert),
             "bert.embeddings.word_embeddings.weight");
-  EXPECT_EQ(canonical_param_name("encoder.layer.3.output.LayerNorm.gamma"),
+  EXPECT_EQ(canonical_param_name("encoder.layer.3.output.LayerNorm.gamma", bert),
             "bert.encoder.layer.3.output.LayerNorm.weight");
-  EXPECT_EQ(canonical_param_name("bert.embeddings.LayerNorm.beta"),
+  EXPECT_EQ(canonical_param_name("bert.embeddings.LayerNorm.beta", bert),
             "bert.embeddings.LayerNorm.bias");
-  EXPECT_EQ(canonical_param_name("classifier.bias"), "classifier.bias");
-  EXPECT_EQ(canonical_param_name("embeddings.position_ids"), "");
-  EXPECT_EQ(canonical_param_name("cls.predictions.bias"), "");
+  EXPECT_EQ(canonical_param_name("classifier.bias", bert), "classifier.bias");
+  EXPECT_EQ(canonical_param_name("embeddings.position_ids", bert), "");
+  EXPECT_FALSE(contradicts_config("cls.predictions.bias", bert));  // a pretraining head: dropped
+  EXPECT_TRUE(contradicts_config("bert.encoder.layer.9.output.dense.bias", bert));
+  const FamilyParamTables& roberta = family_spec(Family::roberta).tables;
+  EXPECT_EQ(canonical_param_name("encoder.layer.0.output.dense.bias", roberta),
+            "roberta.encoder.layer.0.output.dense.bias");
+  EXPECT_FALSE(contradicts_config("roberta.pooler.dense.weight", roberta));  // HF drops it too
+  EXPECT_FALSE(contradicts_config("lm_head.dense.weight", roberta));
+  // A BERT checkpoint read as RoBERTa: its names have no place (then "missing tensor" follows).
+  EXPECT_EQ(canonical_param_name("bert.encoder.layer.0.output.dense.bias", roberta),
+            "bert.encoder.layer.0.output.dense.bias");
+  const FamilyParamTables& electra = family_spec(Family::electra).tables;
+  EXPECT_EQ(canonical_param_name("embeddings_project.weight", electra),
+            "electra.embeddings_project.weight");
+  const FamilyParamTables& distilbert = family_spec(Family::distilbert).tables;
+  EXPECT_EQ(canonical_param_name("transformer.layer.1.ffn.lin1.weight", distilbert),
+            "distilbert.transformer.layer.1.ffn.lin1.weight");
+  EXPECT_TRUE(contradicts_config("distilbert.transformer.layer.7.ffn.lin1.weight", distilbert));
+}
+
+// Tiny configs of every family, as transformers writes them (field names of each config class).
+struct FamilyCase {
+  const char* json;
+  Family family;
+  std::vector<const char*> names;  // some names the layout must hold, in this order
+  size_t tensors;                  // all tensors of a 2-layer model
+};
+
+std::vector<FamilyCase> family_cases() {
+  return {
+      {kTinyConfig,
+       Family::bert,
+       {"bert.embeddings.token_type_embeddings.weight", "bert.encoder.layer.1.output.dense.weight",
+        "bert.pooler.dense.weight", "classifier.weight"},
+       5 + 2 * 16 + 4},
+      {R"({"model_type": "distilbert", "vocab_size": 99, "dim": 32, "n_layers": 2, "n_heads": 4,
+           "hidden_dim": 37, "max_position_embeddings": 64, "activation": "gelu",
+           "seq_classif_dropout": 0.3, "sinusoidal_pos_embds": false})",
+       Family::distilbert,
+       {"distilbert.embeddings.position_embeddings.weight",
+        "distilbert.transformer.layer.0.attention.q_lin.weight",
+        "distilbert.transformer.layer.0.attention.k_lin.weight",
+        "distilbert.transformer.layer.1.output_layer_norm.bias", "pre_classifier.weight",
+        "classifier.bias"},
+       4 + 2 * 16 + 4},
+      {R"({"model_type": "roberta", "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "intermediate_size": 37, "max_position_embeddings": 66,
+           "type_vocab_size": 1, "pad_token_id": 1, "hidden_act": "gelu"})",
+       Family::roberta,
+       {"roberta.embeddings.word_embeddings.weight", "roberta.encoder.layer.1.output.dense.bias",
+        "classifier.dense.weight", "classifier.out_proj.bias"},
+       5 + 2 * 16 + 4},
+      {R"({"model_type": "xlm-roberta", "vocab_size": 99, "hidden_size": 32,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+           "max_position_embeddings": 66, "type_vocab_size": 1, "hidden_act": "gelu"})",
+       Family::xlm_roberta,
+       {"roberta.embeddings.word_embeddings.weight", "classifier.out_proj.weight"},
+       5 + 2 * 16 + 4},
+      {R"({"model_type": "electra", "vocab_size": 99, "embedding_size": 16, "hidden_size": 32,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+           "max_position_embeddings": 64, "hidden_act": "gelu"})",
+       Family::electra,
+       {"electra.embeddings.word_embeddings.weight", "electra.embeddings_project.weight",
+        "electra.encoder.layer.0.attention.self.query.weight", "classifier.dense.weight",
+        "classifier.out_proj.weight"},
+       7 + 2 * 16 + 4},
+  };
+}
+
+TEST(Families, LayoutNamesShapesAndViews) {
+  for (const FamilyCase& fc : family_cases()) {
+    const ModelConfig c = parse_model_config(fc.json, "cfg.json");
+    const FamilySpec& spec = family_spec(c.family);
+    SCOPED_TRACE(spec.model_type);
+    EXPECT_EQ(c.family, fc.family);
+    const ParamLayout layout(c);
+    EXPECT_EQ(layout.specs().size(), fc.tensors);
+    int64_t previous = -1;
+    for (const char* name : fc.names) {
+      const ParamSpec* p = layout.find(name);
+      ASSERT_NE(p, nullptr) << name;
+      EXPECT_GT(p->offset, previous) << name;
+      previous = p->offset;
+    }
+    std::vector<float> buffer(static_cast<size_t>(layout.total_floats()));
+    const ModelParams p = bind_params(layout, c, buffer.data());
+    EXPECT_EQ(p.type_emb != nullptr, spec.token_types);
+    EXPECT_EQ(p.emb_proj_w != nullptr, c.has_embedding_projection());
+    EXPECT_TRUE(p.word_emb && p.pos_emb && p.emb_ln_w && p.head_dense_w && p.head_out_b);
+  }
+  const ModelConfig electra = parse_model_config(family_cases()[4].json, "cfg.json");
+  EXPECT_EQ(electra.embedding_size, 16);
+  const ParamLayout layout(electra);
+  EXPECT_EQ(layout.at("electra.embeddings_project.weight").shape, (std::vector<int64_t>{32, 16}));
+  EXPECT_EQ(layout.at("electra.embeddings.word_embeddings.weight").shape,
+            (std::vector<int64_t>{99, 16}));
+  const ModelConfig distil = parse_model_config(family_cases()[1].json, "cfg.json");
+  EXPECT_EQ(distil.hidden_size, 32);
+  EXPECT_EQ(distil.intermediate_size, 37);
+  EXPECT_FLOAT_EQ(distil.effective_classifier_dropout(), 0.3f);
+  const ModelConfig roberta = parse_model_config(family_cases()[2].json, "cfg.json");
+  EXPECT_EQ(roberta.pad_token_id, 1);
+  EXPECT_EQ(roberta.max_sequence_length(), 64);  // 66 positions less padding_idx + 1
+}
+
+TEST(Families, RefusedFieldsNameTheField) {
+  EXPECT_NE(expect_error(R"({"model_type": "albert"})").find("model_type"), std::string::npos);
+  EXPECT_NE(expect_error(R"({"model_type": "distilbert", "vocab_size": 9, "dim": 8,
+      "n_layers": 1, "n_heads": 2, "hidden_dim": 8, "max_position_embeddings": 8,
+      "activation": "relu"})")
+                .find("activation"),
+            std::string::npos);
+  EXPECT_NE(expect_error(R"({"model_type": "roberta", "vocab_size": 9, "hidden_size": 8,
+      "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 8,
+      "max_position_embeddings": 2, "pad_token_id": 1})")
+                .find("max_position_embeddings"),
+            std::string::npos);
+}
+
+// RoBERTa's positions under packing: per sequence, after padding_idx, pad tokens skipped.
+TEST(Families, PositionIdsPerPackedSequence) {
+  const int32_t ids[] = {0, 5, 6, 2, /**/ 0, 1, 7, 2};  // the second sequence holds a pad (1)
+  const int64_t offsets[] = {0, 4, 8};
+  int32_t positions[8];
+  fill_position_ids(positions, ids, offsets, 2, PositionRule::after_padding_idx, 1);
+  EXPECT_EQ(std::vector<int32_t>(positions, positions + 8),
+            (std::vector<int32_t>{2, 3, 4, 5, 2, 1, 3, 4}));
+  fill_position_ids(positions, ids, offsets, 2, PositionRule::from_zero, 1);
+  EXPECT_EQ(std::vector<int32_t>(positions, positions + 8),
+            (std::vector<int32_t>{0, 1, 2, 3, 0, 1, 2, 3}));
 }
 
 // The tables bind every member of the view structs (each is a struct of pointers only, so a

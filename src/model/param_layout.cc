@@ -1,6 +1,7 @@
 #include "model/param_layout.h"
 
 #include "core/check.h"
+#include "model/family.h"
 
 namespace cpuft {
 
@@ -30,11 +31,13 @@ std::string layer_prefix(const FamilyParamTables& tables, int64_t layer) {
   return prefix.replace(at, 2, std::to_string(layer));
 }
 
-ParamLayout::ParamLayout(const ModelConfig& c, const FamilyParamTables& tables)
-    : tables_(&tables), layer_count_(c.num_hidden_layers) {
+ParamLayout::ParamLayout(const ModelConfig& c)
+    : tables_(&family_spec(c.family).tables), layer_count_(c.num_hidden_layers) {
+  const FamilyParamTables& tables = *tables_;
   int64_t cursor = 0;
   auto add_scope = [&](const std::string& prefix, const auto& entries, int layer) {
     for (const auto& e : entries) {
+      if (!present(e, c)) continue;
       if (!e.packed_with_previous) cursor = align(cursor);
       std::vector<int64_t> shape{extent(e.shape[0], c)};
       if (e.shape[1] != Dim::none) shape.push_back(extent(e.shape[1], c));
@@ -74,7 +77,8 @@ std::pair<int64_t, int64_t> ParamLayout::layer_range(int layer) const {
   return {begin, end};
 }
 
-std::string canonical_param_name(const std::string& checkpoint_name) {
+std::string canonical_param_name(const std::string& checkpoint_name,
+                                 const FamilyParamTables& tables) {
   std::string name = checkpoint_name;
   // Old TF-converted checkpoints: LayerNorm.gamma / LayerNorm.beta.
   auto replace_suffix = [&](const std::string& from, const std::string& to) {
@@ -82,15 +86,21 @@ std::string canonical_param_name(const std::string& checkpoint_name) {
   };
   replace_suffix("LayerNorm.gamma", "LayerNorm.weight");
   replace_suffix("LayerNorm.beta", "LayerNorm.bias");
-  if (name.starts_with("classifier.")) return name;
-  if (name.starts_with("bert.")) name = name.substr(5);
-  if (name.starts_with("embeddings.") || name.starts_with("encoder.") ||
-      name.starts_with("pooler.")) {
-    // position_ids / token_type_ids are buffers, not parameters.
-    if (name.ends_with("position_ids") || name.ends_with("token_type_ids")) return "";
-    return "bert." + name;
-  }
-  return "";
+  // position_ids / token_type_ids are buffers, not parameters.
+  if (name.ends_with("position_ids") || name.ends_with("token_type_ids")) return "";
+  const std::string base = tables.embeddings_prefix;
+  if (name.starts_with(base)) return name;
+  for (const char* scope :
+       {"embeddings.", "embeddings_project.", "encoder.", "transformer.", "pooler."})
+    if (name.starts_with(scope)) return base + name;
+  return name;
+}
+
+bool contradicts_config(const std::string& canonical_name, const FamilyParamTables& tables) {
+  const std::string layer_stem =
+      std::string(tables.layer_prefix).substr(0, std::string(tables.layer_prefix).find("{}"));
+  const std::string embeddings = std::string(tables.embeddings_prefix) + "embeddings";
+  return canonical_name.starts_with(layer_stem) || canonical_name.starts_with(embeddings);
 }
 
 }  // namespace cpuft

@@ -1,14 +1,15 @@
 // ParamLayout: the family's parameter tables (model/param_table.h) laid out for one config.
 //
-// Every parameter of BertForSequenceClassification appears here once, in forward order, with its
-// Hugging Face name, shape, offset in the flat parameter buffer, layer and kind. It is made from
-// the tables and drives allocation, safetensors load and save, the optimizer's decay mask, the
-// golden tests' by-name comparison and the gradient buckets.
+// Every parameter of the family's *ForSequenceClassification model appears here once, in forward
+// order, with its Hugging Face name, shape, offset in the flat parameter buffer, layer and kind. It
+// is made from the tables and drives allocation, safetensors load and save, the optimizer's decay
+// mask, the golden tests' by-name comparison and the gradient buckets.
 //
-// Memory order = forward order: embeddings, layer 0..L-1, pooler, classifier. The backward pass
-// therefore finishes gradients from the end of the buffer towards the start. Within a layer the
-// query, key and value weights are adjacent (one (3D, D) matrix for the packed QKV product) and
-// so are their biases ((3D)): HF's three tensors and the packed ones are the same bytes.
+// Memory order = forward order: embeddings, layer 0..L-1, the head's dense and output layers. The
+// backward pass therefore finishes gradients from the end of the buffer towards the start. Within a
+// layer the query, key and value weights are adjacent (one (3D, D) matrix for the packed QKV
+// product) and so are their biases ((3D)): HF's three tensors and the packed ones are the same
+// bytes.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +38,8 @@ struct ParamSpec {
 
 class ParamLayout {
  public:
-  // The layout of `tables` (BERT's by default) for `config`.
-  explicit ParamLayout(const ModelConfig& config,
-                       const FamilyParamTables& tables = bert_param_tables());
+  // The layout of config.family's tables for `config`.
+  explicit ParamLayout(const ModelConfig& config);
 
   const std::vector<ParamSpec>& specs() const { return specs_; }
   const ParamSpec* find(const std::string& name) const;   // nullptr if unknown
@@ -57,9 +57,16 @@ class ParamLayout {
   int64_t layer_count_ = 0;
 };
 
-// Maps a name from a checkpoint to the layout's name, or "" if it is not a model parameter.
-// Accepts "bert."-prefixed (BertForSequenceClassification / BertForPreTraining) and bare
-// (SequenceClassifier, sentence-transformers) names, and old LayerNorm names gamma/beta.
-std::string canonical_param_name(const std::string& checkpoint_name);
+// Maps a name from a checkpoint to the name a layout of `tables` would give it, or "" for buffers
+// (position_ids, token_type_ids). Accepts names with the base model's prefix ("roberta.", as
+// *ForSequenceClassification and *ForMaskedLM save them), bare base-model names ("embeddings.",
+// "encoder.", ...: a saved RobertaModel or sentence-transformers folder) and the old LayerNorm
+// names gamma/beta; other names (heads) come back unchanged.
+std::string canonical_param_name(const std::string& checkpoint_name,
+                                 const FamilyParamTables& tables);
+// Whether a checkpoint tensor that the layout lacks contradicts the config (a layer or embedding
+// tensor of the base model: a deeper model, another family's names) rather than being a head or
+// buffer that transformers drops (a pretraining head, RoBERTa's unused pooler).
+bool contradicts_config(const std::string& canonical_name, const FamilyParamTables& tables);
 
 }  // namespace cpuft

@@ -1,12 +1,12 @@
 // The parameter tables: every parameter of a model family, once, by scope.
 //
-// A family (today BERT; DistilBERT, RoBERTa, ELECTRA next) describes its parameters in three
-// tables, one per scope: the embeddings, one encoder layer (repeated L times), the head. Each entry
-// holds the Hugging Face name after the scope's prefix, the shape in config dimensions, the kind
-// (which decides weight decay and the bf16 copy) and the member of the view structs that points at
-// it. ParamLayout (offsets, names), bind_params (the views), Bf16Weights (the bf16 copies),
-// init_random_weights, the optimizer's decay mask and the gradient buckets all iterate these
-// tables; no other list of parameter names exists.
+// A family (model/family.h) describes its parameters in three tables, one per scope: the
+// embeddings, one encoder layer (repeated L times), the head. Each entry holds the Hugging Face
+// name after the scope's prefix, the shape in config dimensions, the kind (which decides weight
+// decay and the bf16 copy) and the member of the view structs that points at it. ParamLayout
+// (offsets, names), bind_params (the views), Bf16Weights (the bf16 copies), init_random_weights,
+// the optimizer's decay mask and the gradient buckets all iterate these tables; no other list of
+// parameter names exists.
 #pragma once
 
 #include <array>
@@ -35,7 +35,7 @@ inline bool decays(ParamKind kind) {
 }
 
 // A dimension of a shape, read from the config.
-enum class Dim { none, vocab, positions, token_types, hidden, intermediate, labels };
+enum class Dim { none, vocab, positions, token_types, embedding, hidden, intermediate, labels };
 int64_t extent(Dim dim, const ModelConfig& config);
 
 template <typename Views>
@@ -52,10 +52,19 @@ struct ParamEntry {
   int head_layer = 0;
   // Encoder-layer matrices only: the member of the bf16 copy (nullptr where packed).
   bf16* LayerBf16Weights::*bf16_view = nullptr;
+  // Present only when the embeddings' width differs from the hidden size (ELECTRA's
+  // embeddings_project), as transformers creates it.
+  bool projection_only = false;
 };
 
-// The tables of one family. Prefixes: the embeddings' and head's are the HF name prefix; the
-// layer's holds "{}" where the layer index goes.
+// Whether `entry` exists in a model of `config` (see projection_only).
+template <typename Entry>
+bool present(const Entry& entry, const ModelConfig& config) {
+  return !entry.projection_only || config.has_embedding_projection();
+}
+
+// The tables of one family. Prefixes: the embeddings' and head's are the HF name prefix (the
+// embeddings' is the base model's, "bert."); the layer's holds "{}" where the layer index goes.
 struct FamilyParamTables {
   const char* embeddings_prefix;
   std::span<const ParamEntry<ModelParams>> embeddings;
@@ -64,9 +73,6 @@ struct FamilyParamTables {
   const char* head_prefix;
   std::span<const ParamEntry<ModelParams>> head;
 };
-
-// BertForSequenceClassification's tables.
-const FamilyParamTables& bert_param_tables();
 
 // The name prefix of encoder layer `layer` ("bert.encoder.layer.3.").
 std::string layer_prefix(const FamilyParamTables& tables, int64_t layer);

@@ -7,14 +7,17 @@
 #include "core/check.h"
 #include "kernels/kernels.h"
 #include "model/encoder_layer.h"
+#include "model/family.h"
 
 namespace cpuft {
 
 namespace {
 
-// Dropout stream "layer" numbers for the parts outside the encoder layers.
+// Dropout stream "layer" numbers for the parts outside the encoder layers, and the head's two
+// sites (the output site keeps number 0, BERT's only head dropout).
 constexpr uint32_t kEmbeddingsDropoutLayer = 0xFE;
 constexpr uint32_t kClassifierDropoutLayer = 0xFF;
+constexpr uint32_t kHeadOutputSite = 0, kHeadInputSite = 1;
 
 // Hands out consecutive 64-byte aligned slices of one big buffer of T.
 template <typename T>
@@ -44,16 +47,24 @@ struct SequenceClassifier::State {
                           "ffn_in"),
               LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size, precision,
                           "ffn_out")},
-        pooler(limits.max_sequences, c.hidden_size, c.hidden_size, MatmulPrecision::f32, "pooler"),
-        classifier(limits.max_sequences, c.hidden_size, c.num_labels, MatmulPrecision::f32,
-                   "classifier") {
+        head_dense(limits.max_sequences, c.hidden_size, c.hidden_size, MatmulPrecision::f32,
+                   "head_dense"),
+        head_out(limits.max_sequences, c.hidden_size, c.num_labels, MatmulPrecision::f32,
+                 "head_out"),
+        family(family_spec(c.family)) {
+    if (c.has_embedding_projection())
+      embedding_projection = std::make_unique<LinearPlans>(
+          limits.max_tokens, c.embedding_size, c.hidden_size, MatmulPrecision::f32, "emb_proj");
     if (precision == MatmulPrecision::bf16)
       bf16_weights = std::make_unique<Bf16Weights>(ParamLayout(c));
   }
 
   EncoderPlans plans;
   // The head stays fp32: its products are (B, D) x (D, D) and smaller, a negligible share.
-  LinearPlans pooler, classifier;
+  LinearPlans head_dense, head_out;
+  // ELECTRA's (N, E) -> (N, D) projection of the embeddings (fp32, as the head), or nullptr.
+  std::unique_ptr<LinearPlans> embedding_projection;
+  const FamilySpec& family;
   std::unique_ptr<Bf16Weights> bf16_weights;  // bf16 models only
   // Layer l's bf16 weights, or nullptr for an fp32 model.
   const LayerBf16Weights* bf16_layer(size_t l) const {
@@ -62,22 +73,29 @@ struct SequenceClassifier::State {
 
   AlignedBuffer<float> arena;
   AlignedBuffer<bf16> bf16_arena;  // bf16 models only: the rounded product inputs
-  // Embeddings
-  float* emb_sum;   // (N, D) word + position + type
-  float* emb_mean;  // (N)
-  float* emb_rstd;  // (N)
-  float* emb_ln;    // (N, D) LayerNorm output before dropout
-  float* h0;        // (N, D) encoder input
+  // Embeddings (E = D except in ELECTRA)
+  std::vector<int32_t> positions;  // (N) position ids by the family's rule
+  float* emb_sum;                  // (N, E) word + position (+ type)
+  float* emb_mean;                 // (N)
+  float* emb_rstd;                 // (N)
+  float* emb_ln;                   // (N, E) LayerNorm output before dropout
+  float* emb_drop;                 // (N, E) after dropout, projected to h0 (ELECTRA); else = h0
+  float* d_emb_drop;               // (N, E)
+  float* d_emb_sum;                // (N, E)
+  float* h0;                       // (N, D) encoder input
   std::vector<LayerActivations> layers;
-  // Head
-  float* pooled_in;    // (B, D) [CLS] rows of the last layer
-  float* pooled;       // (B, D) tanh(dense)
-  float* pooled_drop;  // (B, D)
-  float* logits;       // (B, K)
-  float* d_logits;     // (B, K)
-  float* d_pooled;     // (B, D)
-  float* d_pooled_in;  // (B, D)
-  float* d_hidden[2];  // 2 x (N, D), ping-pong between layers
+  // Head on the first token of each sequence:
+  //   logits = out(dropout(act(dense(dropout?(first)))))
+  float* head_in;       // (B, D) first-token rows of the last layer
+  float* head_in_drop;  // (B, D) after the input dropout (families with one); else = head_in
+  float* head_pre;      // (B, D) dense output before the activation
+  float* head_act;      // (B, D)
+  float* head_drop;     // (B, D)
+  float* logits;        // (B, K)
+  float* d_logits;      // (B, K)
+  float* d_head;        // (B, D)
+  float* d_head_in;     // (B, D)
+  float* d_hidden[2];   // 2 x (N, D), ping-pong between layers
   EncoderScratch scratch;
 
   std::vector<int64_t> prob_offsets;
@@ -90,15 +108,18 @@ struct SequenceClassifier::State {
   int64_t carve(const ModelConfig& c, const ModelLimits& limits, float* base) {
     const int64_t N = limits.max_tokens, B = limits.max_sequences, T = limits.max_seq_len;
     const int64_t D = c.hidden_size, F = c.intermediate_size, H = c.num_attention_heads;
-    const int64_t K = c.num_labels;
+    const int64_t K = c.num_labels, E = c.embedding_size;
     // sum_s T_s^2 <= T * sum_s T_s = T * N: bounds the attention probabilities of any batch.
     const int64_t probs = H * T * N;
     ArenaCarver<float> a(base);
-    emb_sum = a.take(N * D);
+    emb_sum = a.take(N * E);
     emb_mean = a.take(N);
     emb_rstd = a.take(N);
-    emb_ln = a.take(N * D);
+    emb_ln = a.take(N * E);
     h0 = a.take(N * D);
+    emb_drop = c.has_embedding_projection() ? a.take(N * E) : h0;
+    d_emb_drop = a.take(N * E);
+    d_emb_sum = a.take(N * E);
     layers.resize(static_cast<size_t>(c.num_hidden_layers));
     for (LayerActivations& l : layers) {
       l.qkv = a.take(N * 3 * D);
@@ -115,13 +136,15 @@ struct SequenceClassifier::State {
       l.ln2_rstd = a.take(N);
       l.out = a.take(N * D);
     }
-    pooled_in = a.take(B * D);
-    pooled = a.take(B * D);
-    pooled_drop = a.take(B * D);
+    head_in = a.take(B * D);
+    head_in_drop = family.head_input_dropout ? a.take(B * D) : head_in;
+    head_pre = a.take(B * D);
+    head_act = a.take(B * D);
+    head_drop = a.take(B * D);
     logits = a.take(B * K);
     d_logits = a.take(B * K);
-    d_pooled = a.take(B * D);
-    d_pooled_in = a.take(B * D);
+    d_head = a.take(B * D);
+    d_head_in = a.take(B * D);
     d_hidden[0] = a.take(N * D);
     d_hidden[1] = a.take(N * D);
     for (float*& p : scratch.nd) p = a.take(N * D);
@@ -152,9 +175,10 @@ SequenceClassifier::SequenceClassifier(const ModelConfig& config, const ModelLim
     : config_(config), limits_(limits) {
   CPUFT_REQUIRE(limits.max_tokens > 0 && limits.max_sequences > 0 && limits.max_seq_len > 0,
                 "model limits must be positive");
-  CPUFT_REQUIRE(limits.max_seq_len <= config.max_position_embeddings, "max sequence length ",
-                limits.max_seq_len, " exceeds the model's max_position_embeddings ",
-                config.max_position_embeddings);
+  CPUFT_REQUIRE(limits.max_seq_len <= config.max_sequence_length(), "max sequence length ",
+                limits.max_seq_len, " exceeds the ", config.max_sequence_length(),
+                " positions of the model (max_position_embeddings ", config.max_position_embeddings,
+                ")");
   state_ = std::make_unique<State>(config, limits, precision);
   const int64_t floats = state_->carve(config, limits, nullptr);
   state_->arena = AlignedBuffer<float>(static_cast<size_t>(floats));
@@ -165,6 +189,7 @@ SequenceClassifier::SequenceClassifier(const ModelConfig& config, const ModelLim
     state_->carve_bf16(config, limits, state_->bf16_arena.data());
   }
   state_->prob_offsets.resize(static_cast<size_t>(limits.max_sequences + 1));
+  state_->positions.resize(static_cast<size_t>(limits.max_tokens));
 }
 
 SequenceClassifier::~SequenceClassifier() = default;
@@ -184,13 +209,46 @@ RngKey dropout_key(const StepContext& ctx, uint32_t layer, uint32_t site) {
 }
 
 EncoderDims encoder_dims(const ModelConfig& c, bool training) {
+  const float hidden = training ? static_cast<float>(c.hidden_dropout_prob) : 0.0f;
   return EncoderDims{
       AttentionDims{c.hidden_size, c.num_attention_heads, c.head_dim()},
       c.intermediate_size,
       static_cast<float>(c.layer_norm_eps),
-      training ? static_cast<float>(c.hidden_dropout_prob) : 0.0f,
+      hidden,
       training ? static_cast<float>(c.attention_probs_dropout_prob) : 0.0f,
+      family_spec(c.family).attention_output_dropout ? hidden : 0.0f,
   };
+}
+
+// The head's activation, in place: y = act(x).
+void head_activation_forward(const KernelTable& k, HeadActivation act, float* y, const float* x,
+                             int64_t n) {
+  switch (act) {
+    case HeadActivation::tanh:
+      k.tanh_forward(y, x, n);
+      return;
+    case HeadActivation::gelu:
+      k.gelu_forward(y, x, n);
+      return;
+    case HeadActivation::relu:
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      return;
+  }
+}
+// d_x = d_y * act'(x), from the input x and the output y.
+void head_activation_backward(const KernelTable& k, HeadActivation act, float* d_x,
+                              const float* d_y, const float* x, const float* y, int64_t n) {
+  switch (act) {
+    case HeadActivation::tanh:
+      k.tanh_backward(d_x, d_y, y, n);
+      return;
+    case HeadActivation::gelu:
+      k.gelu_backward(d_x, d_y, x, n);
+      return;
+    case HeadActivation::relu:
+      for (int64_t i = 0; i < n; ++i) d_x[i] = x[i] > 0.0f ? d_y[i] : 0.0f;
+      return;
+  }
 }
 
 }  // namespace
@@ -200,8 +258,9 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   State& s = *state_;
   const KernelTable& k = kernels();
   const ModelConfig& c = config_;
+  const FamilySpec& family = s.family;
   const int64_t N = batch.num_tokens(), B = batch.num_sequences();
-  const int64_t D = c.hidden_size, K = c.num_labels;
+  const int64_t D = c.hidden_size, E = c.embedding_size, K = c.num_labels;
   CPUFT_REQUIRE(N <= limits_.max_tokens && B <= limits_.max_sequences && B > 0, "batch of ", B,
                 " sequences / ", N, " tokens exceeds the model limits (", limits_.max_sequences,
                 " / ", limits_.max_tokens, ")");
@@ -211,7 +270,8 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   for (int64_t i = 0; i < N; ++i) {
     CPUFT_REQUIRE(batch.input_ids[i] >= 0 && batch.input_ids[i] < c.vocab_size, "token id ",
                   batch.input_ids[i], " is outside the vocabulary (", c.vocab_size, ")");
-    CPUFT_REQUIRE(batch.token_type_ids[i] >= 0 && batch.token_type_ids[i] < c.type_vocab_size,
+    CPUFT_REQUIRE(!family.token_types ||
+                      (batch.token_type_ids[i] >= 0 && batch.token_type_ids[i] < c.type_vocab_size),
                   "token type id ", batch.token_type_ids[i], " is outside [0, ", c.type_vocab_size,
                   ")");
   }
@@ -222,17 +282,21 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   s.has_loss = with_loss;
   s.loss_scale = loss_scale;
   attention_prob_offsets(s.prob_offsets.data(), batch.seq_offsets.data(), B, c.num_attention_heads);
+  fill_position_ids(s.positions.data(), batch.input_ids.data(), batch.seq_offsets.data(), B,
+                    family.positions, static_cast<int32_t>(c.pad_token_id));
   const EncoderDims dims = encoder_dims(c, context.training);
   const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data()};
 
-  // Embeddings: h0 = dropout(LayerNorm(word + position + type))
+  // Embeddings: h0 = project?(dropout(LayerNorm(word + position (+ type))))     (N, E) -> (N, D)
   {
     k.embeddings_forward(s.emb_sum, p.word_emb, p.pos_emb, p.type_emb, batch.input_ids.data(),
-                         batch.position_ids.data(), batch.token_type_ids.data(), N, D);
+                         s.positions.data(), batch.token_type_ids.data(), N, E);
     k.layer_norm_forward(s.emb_ln, s.emb_mean, s.emb_rstd, s.emb_sum, p.emb_ln_w, p.emb_ln_b,
-                         dims.layer_norm_eps, N, D);
-    k.dropout_forward(s.h0, s.emb_ln, dims.hidden_dropout,
-                      dropout_key(context, kEmbeddingsDropoutLayer, 0), N * D);
+                         dims.layer_norm_eps, N, E);
+    k.dropout_forward(s.emb_drop, s.emb_ln, dims.hidden_dropout,
+                      dropout_key(context, kEmbeddingsDropoutLayer, 0), N * E);
+    if (s.embedding_projection)
+      s.embedding_projection->forward(s.h0, s.emb_drop, p.emb_proj_w, p.emb_proj_b, N);
   }
 
   // Encoder layers
@@ -247,14 +311,17 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
     x = s.layers[l].out;
   }
 
-  // Head: pooled = tanh([CLS] Wp^T + bp); logits = dropout(pooled) Wc^T + bc
-  for (int64_t i = 0; i < B; ++i) std::copy_n(x + batch.seq_offsets[i] * D, D, s.pooled_in + i * D);
-  s.pooler.forward(s.pooled, s.pooled_in, p.head_dense_w, p.head_dense_b, B);
-  k.tanh_forward(s.pooled, s.pooled, B * D);
-  const float classifier_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
-  k.dropout_forward(s.pooled_drop, s.pooled, classifier_dropout,
-                    dropout_key(context, kClassifierDropoutLayer, 0), B * D);
-  s.classifier.forward(s.logits, s.pooled_drop, p.head_out_w, p.head_out_b, B);
+  // Head on the first token: logits = out(dropout(act(dense(dropout?(first)))))
+  for (int64_t i = 0; i < B; ++i) std::copy_n(x + batch.seq_offsets[i] * D, D, s.head_in + i * D);
+  const float head_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
+  if (family.head_input_dropout)
+    k.dropout_forward(s.head_in_drop, s.head_in, head_dropout,
+                      dropout_key(context, kClassifierDropoutLayer, kHeadInputSite), B * D);
+  s.head_dense.forward(s.head_pre, s.head_in_drop, p.head_dense_w, p.head_dense_b, B);
+  head_activation_forward(k, family.head_activation, s.head_act, s.head_pre, B * D);
+  k.dropout_forward(s.head_drop, s.head_act, head_dropout,
+                    dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite), B * D);
+  s.head_out.forward(s.logits, s.head_drop, p.head_out_w, p.head_out_b, B);
 
   if (!with_loss) return 0.0f;
   if (c.is_regression()) {
@@ -274,35 +341,40 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
   CPUFT_CHECK(s.batch != nullptr && s.has_loss, "backward needs a forward with loss first");
   const KernelTable& k = kernels();
   const ModelConfig& c = config_;
+  const FamilySpec& family = s.family;
   const Batch& batch = *s.batch;
   const StepContext& context = s.context;
   const int64_t N = batch.num_tokens(), B = batch.num_sequences();
-  const int64_t D = c.hidden_size;
+  const int64_t D = c.hidden_size, E = c.embedding_size;
   const EncoderDims dims = encoder_dims(c, context.training);
   const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data()};
   auto ready = [&](int layer) {
     if (listener != nullptr) listener->on_layer_grads_ready(layer);
   };
 
-  // undo: logits = pooled_drop Wc^T + bc    (d_logits came from the loss in forward)
-  s.classifier.backward_weights(g.head_out_w, s.d_logits, s.pooled_drop, B);
+  // undo: logits = head_drop Wo^T + bo    (d_logits came from the loss in forward)
+  s.head_out.backward_weights(g.head_out_w, s.d_logits, s.head_drop, B);
   k.bias_backward(g.head_out_b, s.d_logits, B, c.num_labels);
-  s.classifier.backward_data(s.d_pooled, s.d_logits, p.head_out_w, B);
+  s.head_out.backward_data(s.d_head, s.d_logits, p.head_out_w, B);
   ready(classifier_layer(c));
-  // undo: pooled_drop = dropout(pooled); pooled = tanh(pooled_in Wp^T + bp)
-  const float classifier_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
-  k.dropout_backward(s.d_pooled, s.d_pooled, classifier_dropout,
-                     dropout_key(context, kClassifierDropoutLayer, 0), B * D);
-  k.tanh_backward(s.d_pooled, s.d_pooled, s.pooled, B * D);
-  s.pooler.backward_weights(g.head_dense_w, s.d_pooled, s.pooled_in, B);
-  k.bias_backward(g.head_dense_b, s.d_pooled, B, D);
-  s.pooler.backward_data(s.d_pooled_in, s.d_pooled, p.head_dense_w, B);
+  // undo: head_drop = dropout(act(head_pre)); head_pre = head_in_drop Wd^T + bd
+  const float head_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
+  k.dropout_backward(s.d_head, s.d_head, head_dropout,
+                     dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite), B * D);
+  head_activation_backward(k, family.head_activation, s.d_head, s.d_head, s.head_pre, s.head_act,
+                           B * D);
+  s.head_dense.backward_weights(g.head_dense_w, s.d_head, s.head_in_drop, B);
+  k.bias_backward(g.head_dense_b, s.d_head, B, D);
+  s.head_dense.backward_data(s.d_head_in, s.d_head, p.head_dense_w, B);
   ready(pooler_layer(c));
-  // undo: pooled_in = [CLS] rows of the last layer's output
+  // undo: head_in_drop = dropout?(head_in); head_in = first-token rows of the last layer's output
+  if (family.head_input_dropout)
+    k.dropout_backward(s.d_head_in, s.d_head_in, head_dropout,
+                       dropout_key(context, kClassifierDropoutLayer, kHeadInputSite), B * D);
   float* d_out = s.d_hidden[0];
   std::fill_n(d_out, N * D, 0.0f);
   for (int64_t i = 0; i < B; ++i)
-    std::copy_n(s.d_pooled_in + i * D, D, d_out + batch.seq_offsets[i] * D);
+    std::copy_n(s.d_head_in + i * D, D, d_out + batch.seq_offsets[i] * D);
 
   for (int l = static_cast<int>(s.layers.size()) - 1; l >= 0; --l) {
     const uint32_t layer = static_cast<uint32_t>(l);
@@ -318,14 +390,21 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
     d_out = d_x;
   }
 
-  // undo: h0 = dropout(LayerNorm(emb_sum)); emb_sum = word + position + type
-  float* d_emb = s.scratch.nd[0];
-  k.dropout_backward(d_out, d_out, dims.hidden_dropout,
-                     dropout_key(context, kEmbeddingsDropoutLayer, 0), N * D);
-  k.layer_norm_backward(d_emb, g.emb_ln_w, g.emb_ln_b, d_out, s.emb_sum, s.emb_mean, s.emb_rstd,
-                        p.emb_ln_w, N, D);
-  k.embeddings_backward(g.word_emb, g.pos_emb, g.type_emb, d_emb, batch.input_ids.data(),
-                        batch.position_ids.data(), batch.token_type_ids.data(), N, D);
+  // undo: h0 = project?(emb_drop); emb_drop = dropout(LayerNorm(emb_sum));
+  //       emb_sum = word + position (+ type)
+  float* d_emb_drop = d_out;  // (N, E): without a projection E = D and emb_drop is h0
+  if (s.embedding_projection) {
+    s.embedding_projection->backward_weights(g.emb_proj_w, d_out, s.emb_drop, N);
+    k.bias_backward(g.emb_proj_b, d_out, N, D);
+    s.embedding_projection->backward_data(s.d_emb_drop, d_out, p.emb_proj_w, N);
+    d_emb_drop = s.d_emb_drop;
+  }
+  k.dropout_backward(d_emb_drop, d_emb_drop, dims.hidden_dropout,
+                     dropout_key(context, kEmbeddingsDropoutLayer, 0), N * E);
+  k.layer_norm_backward(s.d_emb_sum, g.emb_ln_w, g.emb_ln_b, d_emb_drop, s.emb_sum, s.emb_mean,
+                        s.emb_rstd, p.emb_ln_w, N, E);
+  k.embeddings_backward(g.word_emb, g.pos_emb, g.type_emb, s.d_emb_sum, batch.input_ids.data(),
+                        s.positions.data(), batch.token_type_ids.data(), N, E);
   ready(kEmbeddingsLayer);
 }
 

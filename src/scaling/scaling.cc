@@ -189,14 +189,14 @@ ComputeProfile measure_compute(const BenchOptions& o, const ModelConfig& config,
 
   const std::vector<int> lengths = read_lengths(o.lengths_path);
   const int64_t longest = std::min<int64_t>(*std::max_element(lengths.begin(), lengths.end()),
-                                            config.max_position_embeddings);
+                                            config.max_sequence_length());
   std::mt19937 rng(1234);
   std::vector<Batch> batches(static_cast<size_t>(o.warmup + o.steps));
   int64_t max_tokens = 0;
   for (Batch& batch : batches) {
     for (int s = 0; s < o.batch; ++s) {
       const auto T = static_cast<size_t>(
-          std::min<int64_t>(lengths[rng() % lengths.size()], config.max_position_embeddings));
+          std::min<int64_t>(lengths[rng() % lengths.size()], config.max_sequence_length()));
       std::vector<int32_t> ids(T), types(T, 0);
       for (int32_t& id : ids) id = static_cast<int32_t>(rng() % config.vocab_size);
       batch.add_sequence(ids, types);

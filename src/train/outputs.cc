@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/check.h"
+#include "model/family.h"
 
 namespace cpuft {
 
@@ -46,7 +47,10 @@ nlohmann::json fine_tuned_config(const std::string& original_config_text,
                                  const std::vector<std::string>& label_names, bool regression,
                                  const std::string& task_name) {
   nlohmann::json config = nlohmann::json::parse(original_config_text);
-  config["architectures"] = {"BertForSequenceClassification"};
+  // The family's *ForSequenceClassification (the config was checked: model_type is known).
+  const FamilySpec* family = find_family(config.value("model_type", std::string("bert")));
+  config["architectures"] = {family != nullptr ? family->architecture
+                                               : "BertForSequenceClassification"};
   nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
   const size_t num_labels = regression ? 1 : label_names.size();
   for (size_t i = 0; i < num_labels; ++i) {

@@ -176,7 +176,7 @@ TEST(ShardOrder, MatchesDistributedSampler) {
 
 TEST(Outputs, FineTunedConfigHasLabelsAndArchitecture) {
   const json config = fine_tuned_config(R"({"model_type": "bert", "hidden_size": 8, "num_labels": 7,
-                                           "architectures": ["SequenceClassifier"]})",
+                                           "architectures": ["BertModel"]})",
                                         {"not_equivalent", "equivalent"}, false, "mrpc");
   EXPECT_EQ(config["architectures"][0], "BertForSequenceClassification");
   EXPECT_EQ(config["id2label"]["1"], "equivalent");

@@ -77,13 +77,13 @@ void Trainer::prepare() {
       s.task.regression ? 1 : static_cast<int64_t>(s.task.label_names.size());
   s.model_config.num_labels = task_labels;  // run_glue passes the task's num_labels
   s.model_config.problem_type = s.task.regression ? "regression" : "single_label_classification";
-  if (c.max_seq_length > s.model_config.max_position_embeddings) {
+  if (c.max_seq_length > s.model_config.max_sequence_length()) {
     // As run_glue.py: the model's limit wins, with a warning.
-    s.print(str("--max_seq_length ", c.max_seq_length,
-                " exceeds the model's max_position_embeddings ",
-                s.model_config.max_position_embeddings, "; using ",
-                s.model_config.max_position_embeddings));
-    s.cfg.max_seq_length = static_cast<int>(s.model_config.max_position_embeddings);
+    s.print(str(
+        "--max_seq_length ", c.max_seq_length, " exceeds the ",
+        s.model_config.max_sequence_length(), " positions of the model (max_position_embeddings ",
+        s.model_config.max_position_embeddings, "); using ", s.model_config.max_sequence_length()));
+    s.cfg.max_seq_length = static_cast<int>(s.model_config.max_sequence_length());
   }
   s.tokenizer = load_tokenizer(c.model_name_or_path);
   CPUFT_REQUIRE(s.tokenizer->vocab_size() <= s.model_config.vocab_size, c.model_name_or_path,

@@ -3,7 +3,7 @@
 // config.json and model.safetensors come from the committed golden fixture (a 2-layer, hidden-32
 // BERT with its weights); vocab.txt holds the special tokens and a small English word list, so
 // sentences built from those words tokenize to in-vocabulary ids. --no-head leaves out the
-// classifier (as a pretrained SequenceClassifier checkpoint has none); --labels K writes a K-label
+// classifier (as a pretrained BertModel checkpoint has none); --labels K writes a K-label
 // head.
 #include <cstdio>
 #include <filesystem>
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     config.erase("label2id");
     config["hidden_dropout_prob"] = dropout;
     config["attention_probs_dropout_prob"] = dropout;
-    config["architectures"] = {"SequenceClassifier"};
+    config["architectures"] = {"BertModel"};
     std::ofstream(out / "config.json") << config.dump(2) << "\n";
 
     std::vector<std::vector<float>> data;

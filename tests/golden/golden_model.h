@@ -92,7 +92,7 @@ struct ZeroGradientWatch {
   explicit ZeroGradientWatch(const GoldenModel& t)
       : model(t),
         hyper(metadata_json(t.file, "hyper")),
-        unused(unused_embedding_rows(t.layout, t.batch)),
+        unused(unused_embedding_rows(t.layout, t.config, t.batch)),
         init(t.params.data(), t.params.data() + t.layout.total_floats()) {
     for (const std::string& name : zero_true_grad(t.file)) key_bias.push_back(&t.layout.at(name));
     for (int step = 0; step < 3; ++step) lrs[step] = hf_lr(hyper, step);

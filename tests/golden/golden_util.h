@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "io/safetensors.h"
 #include "model/batch.h"
+#include "model/family.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
 #include "test_paths.h"
@@ -31,7 +32,10 @@ inline Batch batch_from_fixture(const SafetensorsFile& file, const ModelConfig& 
   CPUFT_REQUIRE(ids_info != nullptr && ids_info->shape.size() == 2, "fixture lacks input_ids");
   const int64_t B = ids_info->shape[0], T = ids_info->shape[1];
   const std::vector<int64_t> ids = file.read_i64("input.input_ids");
-  const std::vector<int64_t> types = file.read_i64("input.token_type_ids");
+  // Families without token types (DistilBERT) may store none.
+  const std::vector<int64_t> types = file.find("input.token_type_ids") != nullptr
+                                         ? file.read_i64("input.token_type_ids")
+                                         : std::vector<int64_t>(static_cast<size_t>(B * T), 0);
   const std::vector<int64_t> mask = file.read_i64("input.attention_mask");
   Batch batch;
   for (int64_t b = 0; b < B; ++b) {
@@ -160,15 +164,24 @@ struct UnusedRows {
   std::vector<int64_t> rows;
 };
 inline std::vector<UnusedRows> unused_embedding_rows(const ParamLayout& layout,
+                                                     const ModelConfig& config,
                                                      const Batch& batch) {
-  const struct {
-    const char* name;
+  const FamilySpec& family = family_spec(config.family);
+  std::vector<int32_t> positions(static_cast<size_t>(batch.num_tokens()));
+  fill_position_ids(positions.data(), batch.input_ids.data(), batch.seq_offsets.data(),
+                    batch.num_sequences(), family.positions,
+                    static_cast<int32_t>(config.pad_token_id));
+  const std::string base = layout.tables().embeddings_prefix;
+  struct Table {
+    std::string name;
     const std::vector<int32_t>* lookups;
-  } tables[] = {{"bert.embeddings.word_embeddings.weight", &batch.input_ids},
-                {"bert.embeddings.position_embeddings.weight", &batch.position_ids},
-                {"bert.embeddings.token_type_embeddings.weight", &batch.token_type_ids}};
+  };
+  std::vector<Table> tables = {{base + "embeddings.word_embeddings.weight", &batch.input_ids},
+                               {base + "embeddings.position_embeddings.weight", &positions}};
+  if (family.token_types)
+    tables.push_back({base + "embeddings.token_type_embeddings.weight", &batch.token_type_ids});
   std::vector<UnusedRows> out;
-  for (const auto& table : tables) {
+  for (const Table& table : tables) {
     const ParamSpec& spec = layout.at(table.name);
     std::vector<bool> used(static_cast<size_t>(spec.shape[0]), false);
     for (int32_t row : *table.lookups) used.at(static_cast<size_t>(row)) = true;

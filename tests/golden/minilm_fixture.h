@@ -68,7 +68,7 @@ struct MiniLmGolden : GoldenModel {
     if (!ok) return;
     const LoadReport report = load_hf_weights(SafetensorsFile::open(dir + "/model.safetensors"),
                                               layout, config, params.data());
-    // The checkpoint is a bare SequenceClassifier: only the classifier head is new; take HF's draw
+    // The checkpoint is a bare BertModel: only the classifier head is new; take HF's draw
     // of it.
     std::vector<std::string> initialised = report.initialised;
     std::sort(initialised.begin(), initialised.end());

@@ -1,5 +1,5 @@
 // The whole model against Hugging Face with the real all-MiniLM-L6-v2 weights (a bare
-// SequenceClassifier checkpoint from sentence-transformers) on the first 8 MRPC dev pairs (unequal
+// BertModel checkpoint from sentence-transformers) on the first 8 MRPC dev pairs (unequal
 // lengths): logits, loss, every element of every gradient, and every parameter element after 3
 // AdamW steps.
 //

@@ -43,7 +43,7 @@ void check_forward_and_gradients(const std::string& fixture) {
   const double global_norm = l2(t.grads.data(), t.layout.total_floats());
   const std::vector<std::string> zero = zero_true_grad(t.file);
   ASSERT_EQ(zero.size(), static_cast<size_t>(t.config.num_hidden_layers));  // fixture precondition
-  const std::vector<UnusedRows> unused = unused_embedding_rows(t.layout, t.batch);
+  const std::vector<UnusedRows> unused = unused_embedding_rows(t.layout, t.config, t.batch);
   Worst worst{fixture + " gradients, relative L2 per tensor", kGradTolerance};
   Worst noise{fixture + " key.bias gradient / global gradient norm", kZeroGradBound};
   for (const ParamSpec& spec : t.layout.specs()) {

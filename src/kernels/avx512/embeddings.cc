@@ -14,8 +14,17 @@ void embeddings_forward(float* out, const float* word, const float* pos, const f
   for (int64_t i = 0; i < N; ++i) {
     const float* w = word + int64_t{ids[i]} * D;
     const float* p = pos + int64_t{pos_ids[i]} * D;
-    const float* t = type + int64_t{type_ids[i]} * D;
     float* o = out + i * D;
+    if (type == nullptr) {  // a family without token types
+      for (int64_t j = 0; j < D; j += kLanes) {
+        const __mmask16 m = lanes_mask(D - j);
+        _mm512_mask_storeu_ps(
+            o + j, m,
+            _mm512_add_ps(_mm512_maskz_loadu_ps(m, w + j), _mm512_maskz_loadu_ps(m, p + j)));
+      }
+      continue;
+    }
+    const float* t = type + int64_t{type_ids[i]} * D;
     for (int64_t j = 0; j < D; j += kLanes) {
       const __mmask16 m = lanes_mask(D - j);
       const __m512 sum = _mm512_add_ps(
@@ -41,14 +50,15 @@ void embeddings_backward(float* d_word, float* d_pos, float* d_type, const float
       const float* g = d_out + i * D;
       float* dw = d_word + int64_t{ids[i]} * D;
       float* dp = d_pos + int64_t{pos_ids[i]} * D;
-      float* dt = d_type + int64_t{type_ids[i]} * D;
+      float* dt = d_type == nullptr ? nullptr : d_type + int64_t{type_ids[i]} * D;
       for (int64_t s = begin; s < end; ++s) {
         const int64_t j = s * kLanes;
         const __mmask16 m = lanes_mask(D - j);
         const __m512 gv = _mm512_maskz_loadu_ps(m, g + j);
         _mm512_mask_storeu_ps(dw + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dw + j), gv));
         _mm512_mask_storeu_ps(dp + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dp + j), gv));
-        _mm512_mask_storeu_ps(dt + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dt + j), gv));
+        if (dt != nullptr)
+          _mm512_mask_storeu_ps(dt + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dt + j), gv));
       }
     }
   }

@@ -1,0 +1,222 @@
+// The families (model/family.h) and their parameter tables (model/param_table.h), as transformers
+// names the parameters of each *ForSequenceClassification model. Within a scope the order is the
+// memory order of the flat buffer, which is HF's named_parameters() order except where the packed
+// QKV product needs query, key and value adjacent (DistilBERT lists each weight with its bias).
+#include <algorithm>
+
+#include "model/bf16_weights.h"
+#include "model/family.h"
+#include "model/model_params.h"
+
+namespace cpuft {
+namespace {
+
+using K = ParamKind;
+using E = ParamEntry<ModelParams>;
+using L = ParamEntry<LayerParams>;
+using B = LayerBf16Weights;
+constexpr Dim V = Dim::vocab, P = Dim::positions, Ty = Dim::token_types, Em = Dim::embedding,
+              D = Dim::hidden, F = Dim::intermediate, Lb = Dim::labels, none = Dim::none;
+
+// BERT, RoBERTa, XLM-RoBERTa and ELECTRA share the embeddings (ELECTRA's are E wide, E = D in the
+// others) and the encoder layer; ELECTRA projects the embeddings to D when E != D.
+constexpr E kBertEmbeddings[] = {
+    {"embeddings.word_embeddings.weight", {V, Em}, K::embedding, &ModelParams::word_emb},
+    {"embeddings.position_embeddings.weight", {P, Em}, K::embedding, &ModelParams::pos_emb},
+    {"embeddings.token_type_embeddings.weight", {Ty, Em}, K::embedding, &ModelParams::type_emb},
+    {"embeddings.LayerNorm.weight", {Em, none}, K::norm_weight, &ModelParams::emb_ln_w},
+    {"embeddings.LayerNorm.bias", {Em, none}, K::norm_bias, &ModelParams::emb_ln_b},
+};
+constexpr E kElectraEmbeddings[] = {
+    {"embeddings.word_embeddings.weight", {V, Em}, K::embedding, &ModelParams::word_emb},
+    {"embeddings.position_embeddings.weight", {P, Em}, K::embedding, &ModelParams::pos_emb},
+    {"embeddings.token_type_embeddings.weight", {Ty, Em}, K::embedding, &ModelParams::type_emb},
+    {"embeddings.LayerNorm.weight", {Em, none}, K::norm_weight, &ModelParams::emb_ln_w},
+    {"embeddings.LayerNorm.bias", {Em, none}, K::norm_bias, &ModelParams::emb_ln_b},
+    {"embeddings_project.weight",
+     {D, Em},
+     K::matrix,
+     &ModelParams::emb_proj_w,
+     false,
+     0,
+     nullptr,
+     true},
+    {"embeddings_project.bias",
+     {D, none},
+     K::bias,
+     &ModelParams::emb_proj_b,
+     false,
+     0,
+     nullptr,
+     true},
+};
+constexpr E kDistilBertEmbeddings[] = {
+    {"embeddings.word_embeddings.weight", {V, Em}, K::embedding, &ModelParams::word_emb},
+    {"embeddings.position_embeddings.weight", {P, Em}, K::embedding, &ModelParams::pos_emb},
+    {"embeddings.LayerNorm.weight", {Em, none}, K::norm_weight, &ModelParams::emb_ln_w},
+    {"embeddings.LayerNorm.bias", {Em, none}, K::norm_bias, &ModelParams::emb_ln_b},
+};
+
+// Query, key and value are one (3D, D) matrix and one (3D) bias for the packed QKV product: one
+// entry with the view, two packed after it.
+constexpr L kBertLayer[] = {
+    {"attention.self.query.weight", {D, D}, K::matrix, &LayerParams::qkv_w, false, 0, &B::qkv_w},
+    {"attention.self.key.weight", {D, D}, K::matrix, nullptr, true},
+    {"attention.self.value.weight", {D, D}, K::matrix, nullptr, true},
+    {"attention.self.query.bias", {D, none}, K::bias, &LayerParams::qkv_b},
+    {"attention.self.key.bias", {D, none}, K::bias, nullptr, true},
+    {"attention.self.value.bias", {D, none}, K::bias, nullptr, true},
+    {"attention.output.dense.weight",
+     {D, D},
+     K::matrix,
+     &LayerParams::attn_out_w,
+     false,
+     0,
+     &B::attn_out_w},
+    {"attention.output.dense.bias", {D, none}, K::bias, &LayerParams::attn_out_b},
+    {"attention.output.LayerNorm.weight", {D, none}, K::norm_weight, &LayerParams::attn_ln_w},
+    {"attention.output.LayerNorm.bias", {D, none}, K::norm_bias, &LayerParams::attn_ln_b},
+    {"intermediate.dense.weight",
+     {F, D},
+     K::matrix,
+     &LayerParams::ffn_in_w,
+     false,
+     0,
+     &B::ffn_in_w},
+    {"intermediate.dense.bias", {F, none}, K::bias, &LayerParams::ffn_in_b},
+    {"output.dense.weight", {D, F}, K::matrix, &LayerParams::ffn_out_w, false, 0, &B::ffn_out_w},
+    {"output.dense.bias", {D, none}, K::bias, &LayerParams::ffn_out_b},
+    {"output.LayerNorm.weight", {D, none}, K::norm_weight, &LayerParams::ffn_ln_w},
+    {"output.LayerNorm.bias", {D, none}, K::norm_bias, &LayerParams::ffn_ln_b},
+};
+constexpr L kDistilBertLayer[] = {
+    {"attention.q_lin.weight", {D, D}, K::matrix, &LayerParams::qkv_w, false, 0, &B::qkv_w},
+    {"attention.k_lin.weight", {D, D}, K::matrix, nullptr, true},
+    {"attention.v_lin.weight", {D, D}, K::matrix, nullptr, true},
+    {"attention.q_lin.bias", {D, none}, K::bias, &LayerParams::qkv_b},
+    {"attention.k_lin.bias", {D, none}, K::bias, nullptr, true},
+    {"attention.v_lin.bias", {D, none}, K::bias, nullptr, true},
+    {"attention.out_lin.weight",
+     {D, D},
+     K::matrix,
+     &LayerParams::attn_out_w,
+     false,
+     0,
+     &B::attn_out_w},
+    {"attention.out_lin.bias", {D, none}, K::bias, &LayerParams::attn_out_b},
+    {"sa_layer_norm.weight", {D, none}, K::norm_weight, &LayerParams::attn_ln_w},
+    {"sa_layer_norm.bias", {D, none}, K::norm_bias, &LayerParams::attn_ln_b},
+    {"ffn.lin1.weight", {F, D}, K::matrix, &LayerParams::ffn_in_w, false, 0, &B::ffn_in_w},
+    {"ffn.lin1.bias", {F, none}, K::bias, &LayerParams::ffn_in_b},
+    {"ffn.lin2.weight", {D, F}, K::matrix, &LayerParams::ffn_out_w, false, 0, &B::ffn_out_w},
+    {"ffn.lin2.bias", {D, none}, K::bias, &LayerParams::ffn_out_b},
+    {"output_layer_norm.weight", {D, none}, K::norm_weight, &LayerParams::ffn_ln_w},
+    {"output_layer_norm.bias", {D, none}, K::norm_bias, &LayerParams::ffn_ln_b},
+};
+
+// Heads: the dense layer (gradient "layer" L), then the output layer (L + 1).
+constexpr E kBertHead[] = {
+    {"bert.pooler.dense.weight", {D, D}, K::matrix, &ModelParams::head_dense_w},
+    {"bert.pooler.dense.bias", {D, none}, K::bias, &ModelParams::head_dense_b},
+    {"classifier.weight", {Lb, D}, K::matrix, &ModelParams::head_out_w, false, 1},
+    {"classifier.bias", {Lb, none}, K::bias, &ModelParams::head_out_b, false, 1},
+};
+constexpr E kDistilBertHead[] = {
+    {"pre_classifier.weight", {D, D}, K::matrix, &ModelParams::head_dense_w},
+    {"pre_classifier.bias", {D, none}, K::bias, &ModelParams::head_dense_b},
+    {"classifier.weight", {Lb, D}, K::matrix, &ModelParams::head_out_w, false, 1},
+    {"classifier.bias", {Lb, none}, K::bias, &ModelParams::head_out_b, false, 1},
+};
+// RobertaClassificationHead and ElectraClassificationHead name their tensors alike.
+constexpr E kClassificationHead[] = {
+    {"classifier.dense.weight", {D, D}, K::matrix, &ModelParams::head_dense_w},
+    {"classifier.dense.bias", {D, none}, K::bias, &ModelParams::head_dense_b},
+    {"classifier.out_proj.weight", {Lb, D}, K::matrix, &ModelParams::head_out_w, false, 1},
+    {"classifier.out_proj.bias", {Lb, none}, K::bias, &ModelParams::head_out_b, false, 1},
+};
+
+const FamilyParamTables kBertTables{"bert.", kBertEmbeddings, "bert.encoder.layer.{}.", kBertLayer,
+                                    "",      kBertHead};
+const FamilyParamTables kDistilBertTables{
+    "distilbert.",  kDistilBertEmbeddings, "distilbert.transformer.layer.{}.", kDistilBertLayer, "",
+    kDistilBertHead};
+const FamilyParamTables kRobertaTables{
+    "roberta.", kBertEmbeddings, "roberta.encoder.layer.{}.", kBertLayer, "", kClassificationHead};
+const FamilyParamTables kElectraTables{
+    "electra.", kElectraEmbeddings, "electra.encoder.layer.{}.", kBertLayer,
+    "",         kClassificationHead};
+
+using R = PositionRule;
+using A = HeadActivation;
+// family, model_type, architecture, tables, positions, token types, attention-output dropout,
+// head input dropout, head activation
+const FamilySpec kFamilies[] = {
+    {Family::bert, "bert", "BertForSequenceClassification", kBertTables, R::from_zero, true, true,
+     false, A::tanh},
+    {Family::distilbert, "distilbert", "DistilBertForSequenceClassification", kDistilBertTables,
+     R::from_zero, false, false, false, A::relu},
+    {Family::roberta, "roberta", "RobertaForSequenceClassification", kRobertaTables,
+     R::after_padding_idx, true, true, true, A::tanh},
+    {Family::xlm_roberta, "xlm-roberta", "XLMRobertaForSequenceClassification", kRobertaTables,
+     R::after_padding_idx, true, true, true, A::tanh},
+    {Family::electra, "electra", "ElectraForSequenceClassification", kElectraTables, R::from_zero,
+     true, true, true, A::gelu},
+};
+
+}  // namespace
+
+int64_t extent(Dim dim, const ModelConfig& c) {
+  switch (dim) {
+    case Dim::none:
+      return 1;
+    case Dim::vocab:
+      return c.vocab_size;
+    case Dim::positions:
+      return c.max_position_embeddings;
+    case Dim::token_types:
+      return c.type_vocab_size;
+    case Dim::embedding:
+      return c.embedding_size;
+    case Dim::hidden:
+      return c.hidden_size;
+    case Dim::intermediate:
+      return c.intermediate_size;
+    case Dim::labels:
+      return c.num_labels;
+  }
+  return 0;
+}
+
+const FamilySpec& family_spec(Family family) {
+  for (const FamilySpec& spec : kFamilies)
+    if (spec.family == family) return spec;
+  return kFamilies[0];  // unreachable: every Family has an entry
+}
+
+const FamilySpec* find_family(std::string_view model_type) {
+  for (const FamilySpec& spec : kFamilies)
+    if (model_type == spec.model_type) return &spec;
+  return nullptr;
+}
+
+const char* supported_model_types() {
+  return "bert, distilbert, roberta, xlm-roberta, electra";
+}
+
+void fill_position_ids(int32_t* positions, const int32_t* input_ids, const int64_t* offsets,
+                       int64_t num_sequences, PositionRule rule, int32_t padding_idx) {
+  for (int64_t s = 0; s < num_sequences; ++s) {
+    int32_t count = 0;
+    for (int64_t i = offsets[s]; i < offsets[s + 1]; ++i) {
+      if (rule == PositionRule::from_zero) {
+        positions[i] = static_cast<int32_t>(i - offsets[s]);
+      } else if (input_ids[i] == padding_idx) {
+        positions[i] = padding_idx;
+      } else {
+        positions[i] = padding_idx + ++count;
+      }
+    }
+  }
+}
+
+}  // namespace cpuft
