@@ -114,7 +114,11 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   }
   // Each config class's default pad_token_id: 1 for RoBERTa and XLM-RoBERTa, else 0.
   c.pad_token_id = family->positions == PositionRule::after_padding_idx ? 1 : 0;
+  if (object.contains("pad_token_id") && object["pad_token_id"].is_null())
+    c.pad_token_id = -1;  // no padding row (transformers: padding_idx None)
   reader.read("pad_token_id", c.pad_token_id, false);
+  CPUFT_REQUIRE(c.pad_token_id < c.vocab_size, label, ": field 'pad_token_id' (", c.pad_token_id,
+                ") is not below vocab_size (", c.vocab_size, ")");
   reader.read("initializer_range", c.initializer_range);
   reader.read("problem_type", c.problem_type);
 

@@ -27,7 +27,9 @@ struct ModelConfig {
   int64_t intermediate_size = 0;        // F
   int64_t max_position_embeddings = 0;  // P
   int64_t embedding_size = 0;           // E, the embeddings' width (= D except in ELECTRA)
-  int64_t pad_token_id = 0;             // RoBERTa's position ids count from it (padding_idx)
+  // padding_idx of the word table (its row gets no gradient; -1: none) and, in RoBERTa and
+  // XLM-RoBERTa, of the position table, whose ids count from it.
+  int64_t pad_token_id = 0;
   int64_t type_vocab_size = 2;
   double hidden_dropout_prob = 0.1;
   double attention_probs_dropout_prob = 0.1;

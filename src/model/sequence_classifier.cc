@@ -405,6 +405,11 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
                         s.emb_rstd, p.emb_ln_w, N, E);
   k.embeddings_backward(g.word_emb, g.pos_emb, g.type_emb, s.d_emb_sum, batch.input_ids.data(),
                         s.positions.data(), batch.token_type_ids.data(), N, E);
+  // transformers' word tables (and RoBERTa's position table) are nn.Embedding(padding_idx =
+  // pad_token_id): the padding row never gets a gradient, even where a real token looks it up.
+  if (c.pad_token_id >= 0) std::fill_n(g.word_emb + c.pad_token_id * E, E, 0.0f);
+  if (family.positions == PositionRule::after_padding_idx)
+    std::fill_n(g.pos_emb + c.pad_token_id * E, E, 0.0f);
   ready(kEmbeddingsLayer);
 }
 

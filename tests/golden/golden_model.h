@@ -34,7 +34,9 @@ struct GoldenModel {
         p(bind_params(layout, config, params.data())),
         g(bind_params(layout, config, grads.data())),
         batch(batch_from_fixture(file, config)),
-        model(config, ModelLimits{batch.num_tokens(), batch.num_sequences(), max_seq_len},
+        model(config,
+              ModelLimits{batch.num_tokens(), batch.num_sequences(),
+                          std::min(max_seq_len, config.max_sequence_length())},
               precision) {}
 
   struct StepRecord {

@@ -12,6 +12,7 @@
 #include "golden/golden_util.h"
 #include "golden/projection.h"
 #include "io/hf_checkpoint.h"
+#include "model/family.h"
 #include "model/param_layout.h"
 #include "model/sequence_classifier.h"
 #include "optim/adamw.h"
@@ -129,6 +130,50 @@ TEST(TinyGoldenRegression, LogitsLossAndEveryGradient) {
 TEST(TinyGoldenRegression, ThreeAdamWStepsWithClipping) {
   check_three_adamw_steps("golden_tiny_reg.safetensors");
 }
+
+// The other families (model/family.h), each a tiny random model of its own config with the same
+// checks: golden_tiny_<family>_<cls|reg>.safetensors.
+class TinyGoldenFamily : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TinyGoldenFamily, LogitsLossAndEveryGradient) {
+  check_forward_and_gradients(GetParam());
+}
+TEST_P(TinyGoldenFamily, ThreeAdamWStepsWithClipping) {
+  check_three_adamw_steps(GetParam());
+}
+// The position ids the model counts (model/family.h) are the ones transformers used.
+TEST_P(TinyGoldenFamily, PositionIdsAreHfs) {
+  TinyGolden t(GetParam());
+  if (t.file.find("batch.position_ids") == nullptr) GTEST_SKIP() << "positions count from 0";
+  const std::vector<int64_t> hf = t.file.read_i64("batch.position_ids");
+  const std::vector<int64_t> mask = t.file.read_i64("input.attention_mask");
+  std::vector<int32_t> ours(static_cast<size_t>(t.batch.num_tokens()));
+  fill_position_ids(ours.data(), t.batch.input_ids.data(), t.batch.seq_offsets.data(),
+                    t.batch.num_sequences(), family_spec(t.config.family).positions,
+                    static_cast<int32_t>(t.config.pad_token_id));
+  std::vector<int32_t> real;  // HF's at the real (mask 1) tokens
+  for (size_t i = 0; i < hf.size(); ++i)
+    if (mask[i] != 0) real.push_back(static_cast<int32_t>(hf[i]));
+  EXPECT_EQ(ours, real);
+  EXPECT_TRUE(std::find(t.batch.input_ids.begin(), t.batch.input_ids.end(),
+                        t.config.pad_token_id) != t.batch.input_ids.end())
+      << "the fixture should hold a padding token among the real ones";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, TinyGoldenFamily,
+    ::testing::Values("golden_tiny_distilbert_cls.safetensors",
+                      "golden_tiny_distilbert_reg.safetensors",
+                      "golden_tiny_distilbert_sinusoidal_cls.safetensors",
+                      "golden_tiny_roberta_cls.safetensors", "golden_tiny_roberta_reg.safetensors",
+                      "golden_tiny_xlm_roberta_cls.safetensors",
+                      "golden_tiny_electra_cls.safetensors", "golden_tiny_electra_reg.safetensors"),
+    [](const ::testing::TestParamInfo<const char*>& param) {
+      std::string name = param.param;
+      name = name.substr(12, name.find('.') - 12);  // "golden_tiny_" ... ".safetensors"
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 // Packing must not change a sequence's result: the same sequences in another order, or alone,
 // give the same logits (attention never crosses sequence boundaries).
