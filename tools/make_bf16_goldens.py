@@ -5,16 +5,18 @@ Offline only; never used in CI (CI reads the committed files). Needs the fp32 ti
 fixtures written by tools/make_goldens.py, whose initial weights, batch and training
 recipe it reuses, so the bf16 fixtures hold outputs only.
 
-The reference is Hugging Face's BertForSequenceClassification with each encoder
-nn.Linear (query, key, value, attention.output.dense, intermediate.dense, output.dense)
-computing what cpuft computes under --bf16 (docs/ARCHITECTURE.md, "bf16"):
+The reference is Hugging Face's <Family>ForSequenceClassification with each encoder
+nn.Linear (BERT, RoBERTa, XLM-R, ELECTRA: query, key, value, attention.output.dense,
+intermediate.dense, output.dense; DistilBERT: q_lin, k_lin, v_lin, out_lin, ffn.lin1,
+ffn.lin2) computing what cpuft computes under --bf16 (docs/ARCHITECTURE.md, "bf16"):
   forward    y  = round_fp32( bf16(x) @ bf16(W)^T ) + b        products summed in float64
   backward   dx = bf16(dy) @ bf16(W),  dW = bf16(dy)^T @ bf16(x),  db = sum(dy)  (dy unrounded)
 with bf16() torch's round-to-nearest-even and the weight rounded again at every forward
-from the fp32 master weight. Everything else (embeddings, LayerNorm, attention products,
-softmax, GELU, pooler, classifier, loss, AdamW) is HF's fp32.
+from the fp32 master weight. Everything else (embeddings, ELECTRA's embeddings_project,
+LayerNorm, attention products, softmax, GELU, pooler, the heads, loss, AdamW) is HF's fp32.
 
-Writes golden_tiny_{cls,reg}_bf16.safetensors: output.logits, output.loss, grad.<name>
+Writes golden_tiny_{cls,reg}_bf16.safetensors (BERT) and golden_tiny_<family>_cls_bf16
+(distilbert, roberta, xlm_roberta, electra): output.logits, output.loss, grad.<name>
 for every parameter, loss/grad_norm per step and step3.<name> after the fixture's 3
 AdamW steps with clipping and warmup. With --minilm-dir also
 golden_minilm_mrpc_bf16.safetensors: the real all-MiniLM-L6-v2 on the 8 MRPC pairs of
@@ -22,7 +24,8 @@ golden_minilm_mrpc.safetensors (same head draw, same batch), compact: output.log
 output.loss, and grad_norm.<name> / grad_sample.<name> (32 samples) for every parameter.
 
 Usage:
-  python tools/make_bf16_goldens.py --fixtures tests/fixtures [--minilm-dir DIR]
+  python tools/make_bf16_goldens.py --fixtures tests/fixtures [--minilm-dir DIR] \
+      [--only tiny|minilm|families|distilbert|roberta|xlm-roberta|electra]
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ import types
 from pathlib import Path
 
 import torch
-from transformers import BertConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_goldens as mg  # noqa: E402  (the fp32 recipe: optimizer, schedule, steps, writing)
@@ -66,12 +68,13 @@ def bf16_linear_forward(self, x):
 
 
 def emulate_bf16(model) -> int:
-    """Rebinds the forward of every encoder linear; returns how many were rebound."""
+    """Rebinds the forward of every encoder linear (the family's six per layer); returns how
+    many were rebound."""
     count = 0
-    for layer in model.bert.encoder.layer:
-        for lin in (layer.attention.self.query, layer.attention.self.key,
-                    layer.attention.self.value, layer.attention.output.dense,
-                    layer.intermediate.dense, layer.output.dense):
+    for layer in mg.encoder_layers(model):
+        for path in mg.family_of(model.config).linears:
+            lin = mg.submodule(layer, path)
+            assert isinstance(lin, torch.nn.Linear), path
             lin.forward = types.MethodType(bf16_linear_forward, lin)
             count += 1
     return count
@@ -99,7 +102,9 @@ def write(dst: Path, out, meta) -> None:
 
 def make(fixture: Path):
     tensors, md = mg.load_fixture(fixture)
-    config = BertConfig.from_dict(json.loads(md["config"]))
+    cfg = json.loads(md["config"])
+    fam = mg.family_of(cfg)
+    config = fam.config_cls.from_dict(cfg)
     hyper = json.loads(md["hyper"])
     batch = mg.batch_from(tensors)
 
@@ -111,11 +116,19 @@ def make(fixture: Path):
     out["output.loss"] = loss.reshape(1)
     for n, g in grads.items():
         out[f"grad.{n}"] = g
+    relu_inputs = mg.ReluInputs(model) if fam.key == "distilbert" else None
     losses, norms, lrs = mg.train_steps(model, batch, hyper)
     out.update(mg.step_tensors(losses, norms, lrs))
     for n, p in model.named_parameters():
         out[f"step3.{n}"] = p.detach().clone()
-    return out, separation_and_metadata(fixture, tensors, logits, loss)
+    extra = {} if fam is mg.BERT else {
+        "family": fam.key,
+        "rounded_linears": json.dumps([f"{fam.base}.{fam.layers}.<i>.{x}" for x in fam.linears])}
+    if relu_inputs:  # DistilBERT's head units whose ReLU input is <= 0 at all three steps, here
+        extra["dead_relu_units"] = json.dumps(relu_inputs.dead_units())
+        print(f"[{fixture.name}] bf16: dead ReLU units {extra['dead_relu_units']} "
+              f"(fp32 fixture: {md['dead_relu_units']})")
+    return out, separation_and_metadata(fixture, tensors, logits, loss, **extra)
 
 
 def make_minilm(fixture: Path, minilm_dir: str):
@@ -143,12 +156,22 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fixtures", required=True, type=Path, help="tests/fixtures")
     ap.add_argument("--minilm-dir", help="all-MiniLM-L6-v2 folder (config.json, model.safetensors)")
+    ap.add_argument("--only", choices=mg.ONLY_CHOICES,
+                    help="tiny = the two tiny BERT ones, families = the other families' cls fixtures, "
+                         "or one family's; default: all of them (MiniLM with --minilm-dir)")
     args = ap.parse_args(argv)
+    if args.only == "minilm" and not args.minilm_dir:
+        ap.error("--only minilm needs --minilm-dir")
     mg.make_deterministic()
-    for kind in ("cls", "reg"):
-        src = args.fixtures / f"golden_tiny_{kind}.safetensors"
-        write(args.fixtures / f"golden_tiny_{kind}_bf16.safetensors", *make(src))
-    if args.minilm_dir:
+    for spec in mg.TINY_FIXTURES:
+        if spec.family == "bert":
+            if args.only not in (None, "tiny"):
+                continue
+        elif spec.kind != "cls" or spec.variant or args.only not in (None, "families", spec.family):
+            continue  # the other families: their plain cls fixture
+        src = args.fixtures / spec.file
+        write(args.fixtures / src.name.replace(".safetensors", "_bf16.safetensors"), *make(src))
+    if args.minilm_dir and args.only in (None, "minilm"):
         write(args.fixtures / "golden_minilm_mrpc_bf16.safetensors",
               *make_minilm(args.fixtures / "golden_minilm_mrpc.safetensors", args.minilm_dir))
 

@@ -5,9 +5,15 @@ Offline only (run with HF_HUB_OFFLINE=1); never used in CI. CI reads the committ
 files in tests/fixtures/ and needs no Python. See tools/README.md for the venv and
 tests/fixtures/README.md for every tensor name.
 
-Three fixtures:
+The fixtures:
   golden_tiny_cls.safetensors    tiny BERT, 3 labels, cross-entropy; full tensors
   golden_tiny_reg.safetensors    tiny BERT, 1 label, MSE (regression); full tensors
+  golden_tiny_<family>_{cls,reg}.safetensors
+                                 the same recipe and format for the other encoder
+                                 families (FAMILIES below): distilbert (plus
+                                 golden_tiny_distilbert_sinusoidal_cls), roberta,
+                                 xlm_roberta (cls only: the same code as roberta),
+                                 electra
   golden_minilm_mrpc.safetensors real all-MiniLM-L6-v2 on 8 MRPC dev pairs; compact
                                  (tensors of up to FULL_LIMIT elements whole, larger ones
                                  as their norm and PROJ_K Rademacher projections; the
@@ -19,17 +25,20 @@ every parameter, then 3 optimizer steps exactly as HF Trainer runs them
 (torch.optim.AdamW fused -- the Trainer default "adamw_torch_fused" for torch >= 2.8 --
 with HF's decay / no-decay parameter groups, get_linear_schedule_with_warmup,
 clip_grad_norm_ before each step). After writing, every fixture is reloaded and
-recomputed from its own "init.*" tensors to prove it is self-consistent.
+recomputed from its own "init.*" tensors to prove it is self-consistent, and the tiny
+ones are checked against a hand-written float64 model of their family.
 
 Every fixture also asserts which parameter elements have a gradient of exactly 0 at all
 three steps: precisely the rows of the embedding tables that no real token of the batch
-looks up (attention.self.key.bias aside, whose exact gradient is 0 but whose float
-gradient is rounding noise), and that HF's AdamW leaves those elements at the
+looks up, plus the padding_idx row of tables that have one (nn.Embedding never gives
+that row a gradient) (attention key biases aside, whose exact gradient is 0 but whose
+float gradient is rounding noise), and that HF's AdamW leaves those elements at the
 decay-only value w * float32(1 - lr * wd), step after step, bit for bit.
 
 Usage:
   HF_HUB_OFFLINE=1 python tools/make_goldens.py --out tests/fixtures \
-      --minilm-dir /path/to/all-MiniLM-L6-v2-with-weights [--only tiny|minilm]
+      --minilm-dir /path/to/all-MiniLM-L6-v2-with-weights \
+      [--only tiny|minilm|families|distilbert|roberta|xlm-roberta|electra]
 """
 
 from __future__ import annotations
@@ -39,6 +48,8 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +62,14 @@ from transformers import (
     BertConfig,
     BertForSequenceClassification,
     BertTokenizerFast,
+    DistilBertConfig,
+    DistilBertForSequenceClassification,
+    ElectraConfig,
+    ElectraForSequenceClassification,
+    RobertaConfig,
+    RobertaForSequenceClassification,
+    XLMRobertaConfig,
+    XLMRobertaForSequenceClassification,
     Trainer,
     get_linear_schedule_with_warmup,
 )
@@ -64,6 +83,102 @@ NUM_STEPS = 3  # optimizer steps recorded in every fixture
 # MRPC dev and the MiniLM tokenizer files live in the shared data folder (DESIGN.md section 6).
 DEFAULT_MRPC_DEV = "/work/shared/data/glue/MRPC/dev.tsv"
 DEFAULT_TOKENIZER_DIR = "/work/shared/data/models/all-MiniLM-L6-v2"
+
+
+# --------------------------------------------------------------------------------------
+# Encoder families. Names are exactly what transformers 5.24's
+# <Family>ForSequenceClassification.named_parameters() gives (tools/family_params.py
+# prints the whole list of every tiny config).
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Family:
+    key: str  # config.model_type
+    stem: str  # fixture file stem: golden_tiny_<stem>_<kind>.safetensors ("" for BERT)
+    config_cls: type
+    model_cls: type
+    base: str  # attribute (and name prefix) of the encoder inside the classification model
+    layers: str  # attribute path of the encoder's layer list below `base`
+    linears: tuple  # the six encoder nn.Linear of a layer, in product order (QKV, out, FFN in/out)
+    ffn_in: str  # the FFN's first linear, below a layer (its output feeds the activation)
+    head_in: str  # the head's linear whose output feeds the head's non-linearity
+    word: str
+    position: str
+    token_type: str | None  # None: the family has no token type table (DistilBERT)
+    roberta_positions: bool  # positions from input_ids (padding_idx + running count), not arange
+    key_bias: str  # suffix of the per-layer attention key bias (exact gradient 0)
+
+    def fixture_name(self, kind: str, variant: str = "") -> str:
+        stem = "_".join(x for x in ("golden_tiny", self.stem, variant, kind) if x)
+        return f"{stem}.safetensors"
+
+    def padding_rows(self, cfg: dict) -> dict[str, int]:
+        """{table: padding_idx}: the rows nn.Embedding looks up but never gives a gradient.
+        Every family's word table has padding_idx = pad_token_id; RoBERTa's position table
+        has padding_idx = pad_token_id as well (make_tiny checks this against the modules)."""
+        rows = {self.word: cfg["pad_token_id"]}
+        if self.roberta_positions:
+            rows[self.position] = cfg["pad_token_id"]
+        return rows
+
+    def layer_norm_eps(self, cfg: dict) -> float:
+        return 1e-12 if self.key == "distilbert" else cfg["layer_norm_eps"]  # DistilBERT: hard-coded
+
+
+def _bert_like(key, stem, config_cls, model_cls, base, roberta_positions=False, token_type=True):
+    e = f"{base}.embeddings."
+    return Family(key, stem, config_cls, model_cls, base, "encoder.layer",
+                  ("attention.self.query", "attention.self.key", "attention.self.value",
+                   "attention.output.dense", "intermediate.dense", "output.dense"),
+                  "intermediate.dense", "classifier.dense",
+                  e + "word_embeddings.weight", e + "position_embeddings.weight",
+                  e + "token_type_embeddings.weight" if token_type else None,
+                  roberta_positions, "attention.self.key.bias")
+
+
+FAMILIES = {
+    "bert": Family("bert", "", BertConfig, BertForSequenceClassification, "bert", "encoder.layer",
+                   ("attention.self.query", "attention.self.key", "attention.self.value",
+                    "attention.output.dense", "intermediate.dense", "output.dense"),
+                   "intermediate.dense", "bert.pooler.dense",
+                   "bert.embeddings.word_embeddings.weight",
+                   "bert.embeddings.position_embeddings.weight",
+                   "bert.embeddings.token_type_embeddings.weight", False, "attention.self.key.bias"),
+    "distilbert": Family("distilbert", "distilbert", DistilBertConfig, DistilBertForSequenceClassification,
+                         "distilbert", "transformer.layer",
+                         ("attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
+                          "ffn.lin1", "ffn.lin2"),
+                         "ffn.lin1", "pre_classifier",
+                         "distilbert.embeddings.word_embeddings.weight",
+                         "distilbert.embeddings.position_embeddings.weight", None, False,
+                         "attention.k_lin.bias"),
+    "roberta": _bert_like("roberta", "roberta", RobertaConfig, RobertaForSequenceClassification,
+                          "roberta", roberta_positions=True),
+    # XLM-RoBERTa's modeling code is RoBERTa's (same classes, renamed; base_model_prefix
+    # "roberta", so the same parameter names); only model_type and defaults differ.
+    "xlm-roberta": _bert_like("xlm-roberta", "xlm_roberta", XLMRobertaConfig,
+                              XLMRobertaForSequenceClassification, "roberta", roberta_positions=True),
+    "electra": _bert_like("electra", "electra", ElectraConfig, ElectraForSequenceClassification, "electra"),
+}
+BERT = FAMILIES["bert"]
+# --only: the tiny BERT fixtures, MiniLM, every other family, or one of them.
+ONLY_CHOICES = ("tiny", "minilm", "families") + tuple(k for k in FAMILIES if k != "bert")
+KEY_BIAS_SUFFIXES = tuple(sorted({f.key_bias for f in FAMILIES.values()}))
+
+
+def family_of(config) -> Family:
+    key = config["model_type"] if isinstance(config, dict) else config.model_type
+    return FAMILIES[key]
+
+
+def submodule(module: torch.nn.Module, path: str) -> torch.nn.Module:
+    for part in path.split("."):
+        module = getattr(module, part)
+    return module
+
+
+def encoder_layers(model) -> list:
+    fam = family_of(model.config)
+    return list(submodule(model, f"{fam.base}.{fam.layers}"))
 
 
 # --------------------------------------------------------------------------------------
@@ -109,9 +224,14 @@ def make_optimizer(model, hyper):
 
 
 def forward_loss(model, batch):
+    """The model's forward on the batch. token_type_ids only where the batch has them
+    (DistilBERT has no token type table); position_ids are never passed: every family
+    computes its own (arange, or RoBERTa's rule from input_ids), which is what is tested.
+    batch["position_ids"], where present, is only the record of what the model used."""
+    types = {"token_type_ids": batch["token_type_ids"]} if "token_type_ids" in batch else {}
     out = model(
         input_ids=batch["input_ids"],
-        token_type_ids=batch["token_type_ids"],
+        **types,
         attention_mask=batch["attention_mask"],
         labels=batch["labels"],
     )
@@ -172,22 +292,57 @@ POS_EMB = "bert.embeddings.position_embeddings.weight"
 TYPE_EMB = "bert.embeddings.token_type_embeddings.weight"
 
 
-def unused_rows(name: str, num_rows: int, batch) -> torch.Tensor:
-    """Rows of an embedding table that no real (mask 1) token of the batch looks up, sorted;
-    empty for every other parameter. HF also looks up padding positions (id 0, type 0,
-    their position), but their outputs reach the loss only through attention weights that
-    are exactly 0 (the additive mask), so those lookups get an exact 0 gradient too."""
+@dataclass(frozen=True)
+class Tables:
+    """A model's embedding tables, and the rows nn.Embedding's padding_idx keeps at gradient 0."""
+    word: str
+    position: str
+    token_type: str | None
+    padding: tuple  # ((table name, padding_idx), ...)
+
+
+def tables_of(fam: Family, cfg: dict) -> Tables:
+    return Tables(fam.word, fam.position, fam.token_type, tuple(sorted(fam.padding_rows(cfg).items())))
+
+
+BERT_TABLES = Tables(WORD_EMB, POS_EMB, TYPE_EMB, ((WORD_EMB, 0),))  # pad_token_id 0 (tiny, MiniLM)
+
+
+def roberta_position_ids(input_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
+    """RoBERTa's rule (create_position_ids_from_input_ids), written out: a token whose id is
+    padding_idx gets position padding_idx; any other token gets padding_idx + the number of
+    non-padding_idx tokens up to and including it in its row. The attention mask plays no part:
+    a literal pad id inside a sequence (mask 1) gets position padding_idx too and does not
+    advance the count."""
+    real = input_ids != padding_idx
+    return torch.where(real, padding_idx + torch.cumsum(real.long(), dim=1), padding_idx)
+
+
+def unused_rows(name: str, num_rows: int, batch, tables: Tables = BERT_TABLES) -> torch.Tensor:
+    """Rows of an embedding table that get a gradient of exactly 0, sorted; empty for every
+    other parameter: the rows no real (mask 1) token of the batch looks up, and the table's
+    padding_idx row (nn.Embedding gives it no gradient even where a real token looks it up,
+    as RoBERTa's in-sequence pad id does, in the word and in the position table). HF also
+    looks up padding positions (pad id, type 0, their position), but their outputs reach the
+    loss only through attention weights that are exactly 0 (the additive mask), so those
+    lookups get an exact 0 gradient too. Positions are batch["position_ids"] where the batch
+    records them (RoBERTa), else 0..T-1."""
     mask = batch["attention_mask"].bool()
-    if name == WORD_EMB:
+    if name == tables.word:
         used = batch["input_ids"][mask]
-    elif name == POS_EMB:
-        used = torch.arange(mask.shape[1]).expand_as(mask)[mask]
-    elif name == TYPE_EMB:
+    elif name == tables.position:
+        pos = batch.get("position_ids")
+        pos = torch.arange(mask.shape[1]).expand_as(mask) if pos is None else pos
+        used = pos[mask]
+    elif name == tables.token_type:
         used = batch["token_type_ids"][mask]
     else:
         return torch.zeros(0, dtype=torch.int64)
     unused = torch.ones(num_rows, dtype=torch.bool)
     unused[used.unique()] = False
+    for table, row in tables.padding:
+        if table == name:
+            unused[row] = True
     return torch.nonzero(unused).flatten()
 
 
@@ -196,41 +351,65 @@ def row_elements(rows: torch.Tensor, row_size: int) -> torch.Tensor:
     return (rows[:, None] * row_size + torch.arange(row_size)[None, :]).reshape(-1)
 
 
-def unused_element_mask(name: str, shape, batch) -> torch.Tensor:
+def unused_element_mask(name: str, shape, batch, tables: Tables = BERT_TABLES) -> torch.Tensor:
     numel = int(np.prod(shape))
     mask = torch.zeros(numel, dtype=torch.bool)
-    rows = unused_rows(name, shape[0], batch)
+    rows = unused_rows(name, shape[0], batch, tables)
     mask[row_elements(rows, numel // shape[0])] = True
     return mask.reshape(shape)
 
 
 class NonzeroTracker:
-    """Records, per parameter element, whether its gradient was ever non-zero (train_steps' on_grads)."""
+    """Records, per parameter element, whether its gradient was ever non-zero (train_steps' on_grads),
+    and per step the largest ratio ||g|| / ||global g|| among the zero_true_grad parameters
+    (key biases) and the smallest among all others."""
 
     def __init__(self, model):
         self.nonzero = {n: torch.zeros(p.shape, dtype=torch.bool) for n, p in model.named_parameters()}
+        self.zero = set(zero_true_grad_names(model))
         self.steps = 0
+        self.key_bias_ratio = []  # per step: max over zero_true_grad of ||g|| / ||global g||
+        self.other_ratio = []  # per step: min over the other parameters
 
     def __call__(self, step, grads):
         for n, g in grads.items():
             self.nonzero[n] |= g != 0
+        norms = {n: g.double().norm().item() for n, g in grads.items()}
+        total = sum(v * v for v in norms.values()) ** 0.5
+        self.key_bias_ratio.append(max(norms[n] for n in self.zero) / total)
+        self.other_ratio.append(min(v for n, v in norms.items() if n not in self.zero) / total)
         self.steps += 1
 
 
-def check_zero_gradients(tracker: NonzeroTracker, batch, zero_true_grad) -> dict[str, int]:
+def check_zero_gradients(tracker: NonzeroTracker, batch, zero_true_grad,
+                         tables: Tables = BERT_TABLES, dead_masks=None) -> dict[str, int]:
     """Asserts that the elements whose gradient was exactly 0 at every step are exactly the
-    unused embedding rows (key.bias aside). Returns {name: number of unused rows}."""
+    unused embedding rows (key.bias aside; plus DistilBERT's dead head units, dead_masks).
+    Returns {name: number of unused rows}."""
     assert tracker.steps == NUM_STEPS
     counts = {}
     for n, nz in tracker.nonzero.items():
         if n in zero_true_grad:
             continue
-        expected = unused_element_mask(n, nz.shape, batch)
+        expected = unused_element_mask(n, nz.shape, batch, tables)
+        if dead_masks and n in dead_masks:
+            expected = expected | dead_masks[n]
         assert torch.equal(~nz, expected), f"{n}: zero-gradient elements are not the unused rows"
-        if expected.any():
-            counts[n] = int(unused_rows(n, nz.shape[0], batch).numel())
-    assert counts.get(WORD_EMB, 0) > 0 and counts.get(POS_EMB, 0) > 0, counts
+        rows = int(unused_rows(n, nz.shape[0], batch, tables).numel())
+        if rows:
+            counts[n] = rows
+    assert counts.get(tables.word, 0) > 0 and counts.get(tables.position, 0) > 0, counts
     return counts
+
+
+def check_key_bias_gradients(name: str, tracker: NonzeroTracker) -> None:
+    """HF's own gradients show that zero_true_grad is right: at every step the key biases'
+    gradients are rounding noise (<= 1e-6 of the global norm; measured ~1e-8), and every other
+    parameter's is far above it (>= 1e-4 of the global norm), so the list is also complete."""
+    kb, other = max(tracker.key_bias_ratio), min(tracker.other_ratio)
+    print(f"[{name}] key bias gradients: max ||g|| / global {kb:.2g} over the steps; "
+          f"every other parameter >= {other:.2g}")
+    assert kb <= 1e-6 and other >= 1e-4, (kb, other)
 
 
 def schedule_lrs(hyper) -> list[float]:
@@ -241,16 +420,58 @@ def schedule_lrs(hyper) -> list[float]:
             for i in range(NUM_STEPS)]
 
 
-def check_decay_only(name, init, final, batch, hyper, no_decay, lrs):
+def check_decay_only(name, init, final, batch, hyper, no_decay, lrs, tables: Tables = BERT_TABLES):
     """HF's fused AdamW on an element whose gradient is 0 at every step (m = v = 0): only the
     decoupled decay, param * float32(1 - lr * wd) (1 - lr * wd formed in float64), per step."""
-    rows = unused_rows(name, init.shape[0], batch)
+    rows = unused_rows(name, init.shape[0], batch, tables)
     idx = row_elements(rows, init.numel() // init.shape[0])
+    check_decay_only_at(name, init, final, idx, hyper, no_decay, lrs)
+
+
+def check_decay_only_at(name, init, final, idx, hyper, no_decay, lrs):
+    """check_decay_only on the flat (row-major) elements idx."""
     wd = 0.0 if name in no_decay else hyper["weight_decay"]
     want = init.reshape(-1)[idx].clone()
     for lr in lrs:
         want = want * torch.tensor(np.float32(1.0 - lr * wd))
-    assert torch.equal(want, final.reshape(-1)[idx]), f"{name}: unused rows are not decay-only"
+    assert torch.equal(want, final.reshape(-1)[idx]), f"{name}: zero-gradient elements are not decay-only"
+
+
+# DistilBERT's head is pre_classifier -> ReLU -> classifier. A unit j whose ReLU input is < 0
+# for every row of the batch (a "dead" unit) passes no gradient: row j of pre_classifier.weight,
+# pre_classifier.bias[j] and column j of classifier.weight get exactly 0. With B = 4 and 32
+# units, a few units are dead at all three steps; the fixtures record them (metadata
+# dead_relu_units) and the zero-gradient assertions count them with the unused rows.
+class ReluInputs:
+    """Collects the head's ReLU inputs (pre_classifier outputs), one (B, D) per forward."""
+
+    def __init__(self, model):
+        self.seen = []
+        self.hook = model.pre_classifier.register_forward_hook(
+            lambda m, i, o: self.seen.append(o.detach().clone()))
+
+    def dead_units(self) -> list[int]:
+        self.hook.remove()
+        return dead_units(self.seen)
+
+
+def dead_units(pre_activations) -> list[int]:
+    """Units whose ReLU input is <= 0 (torch's ReLU backward passes nothing there) for every row
+    of every forward given."""
+    alive = torch.stack([(x > 0).any(0) for x in pre_activations]).any(0)
+    return torch.nonzero(~alive).flatten().tolist()
+
+
+def dead_unit_masks(dead: list[int], shapes: dict) -> dict[str, torch.Tensor]:
+    """{parameter: elements with gradient exactly 0} for DistilBERT's dead head units."""
+    if not dead:
+        return {}
+    masks = {n: torch.zeros(shapes[n], dtype=torch.bool)
+             for n in ("pre_classifier.weight", "pre_classifier.bias", "classifier.weight")}
+    masks["pre_classifier.weight"][dead, :] = True
+    masks["pre_classifier.bias"][dead] = True
+    masks["classifier.weight"][:, dead] = True
+    return masks
 
 
 def step_tensors(losses, norms, lrs):
@@ -318,13 +539,55 @@ def tiny_config(num_labels: int, problem_type: str) -> BertConfig:
     )
 
 
-def perturb_tiny(model, seed: int) -> None:
-    """Make biases and LayerNorm params non-trivial (HF inits them to 0 / 1)."""
+def family_tiny_config(fam: Family, num_labels: int, problem_type: str, variant: str = ""):
+    """The tiny config of each other family: BERT's sizes (V 99, D 32, L 2, H 4, F 37,
+    initializer_range 0.2, every dropout 0, exact GELU, eager attention) in the family's own
+    config fields, with what is particular to it."""
+    common = dict(num_labels=num_labels, problem_type=problem_type, initializer_range=0.2,
+                  attn_implementation="eager")
+    bert_like = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=37, hidden_act="gelu", hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0, classifier_dropout=None)  # head: hidden_dropout_prob
+    if fam.key == "distilbert":
+        return DistilBertConfig(
+            vocab_size=99, dim=32, n_layers=2, n_heads=4, hidden_dim=37, max_position_embeddings=64,
+            sinusoidal_pos_embds=(variant == "sinusoidal"), activation="gelu", dropout=0.0,
+            attention_dropout=0.0, seq_classif_dropout=0.0, qa_dropout=0.0, pad_token_id=0, **common)
+    if fam.key == "roberta":
+        # pad 1 (RoBERTa's <pad>), so padding_idx 1 and positions 2..T+1; 40 >= Tmax + 2 leaves
+        # rows past the longest row unused. One token type. RoBERTa checkpoints use eps 1e-5.
+        return RobertaConfig(vocab_size=99, max_position_embeddings=40, type_vocab_size=1,
+                             pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
+                             **bert_like, **common)
+    if fam.key == "xlm-roberta":
+        # As RoBERTa, but the position table is exactly as long as the longest row needs
+        # (Tmax 16 + padding_idx 1 + 1 = 18): its last row is used.
+        return XLMRobertaConfig(vocab_size=103, max_position_embeddings=18, type_vocab_size=1,
+                                pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
+                                **bert_like, **common)
+    if fam.key == "electra":
+        # embedding_size 24 != hidden_size 32: electra.embeddings_project (24 -> 32) exists.
+        return ElectraConfig(vocab_size=99, embedding_size=24, max_position_embeddings=64,
+                             type_vocab_size=2, pad_token_id=0, layer_norm_eps=1e-12,
+                             **bert_like, **common)
+    raise ValueError(fam.key)
+
+
+def layer_norm_weights(model) -> set[str]:
+    return {f"{m}.weight" for m, mod in model.named_modules() if isinstance(mod, torch.nn.LayerNorm)}
+
+
+def perturb_tiny(model, seed: int, keep=()) -> None:
+    """Make biases and LayerNorm params non-trivial (HF inits them to 0 / 1). Parameters in
+    `keep` keep HF's init (their noise is still drawn, so the others get the same draws)."""
     g = torch.Generator().manual_seed(seed)
+    ln_weights = layer_norm_weights(model)  # BERT: exactly the names holding "LayerNorm.weight"
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=g, dtype=p.dtype)
-            if "LayerNorm.weight" in name:
+            if name in keep:
+                continue
+            if name in ln_weights:
                 p.copy_(1.0 + 0.1 * noise)
             elif name.endswith("bias"):  # all biases, LayerNorm biases included
                 p.copy_(0.1 * noise)
@@ -353,39 +616,175 @@ def tiny_batch(labels: torch.Tensor, seed: int):
     return {"input_ids": ids, "token_type_ids": tt, "attention_mask": mask, "labels": labels}
 
 
-def make_tiny(kind: str):
-    """kind: "cls" (3 labels, cross-entropy) or "reg" (1 label, MSE)."""
+ROBERTA_LITERAL_PAD = (3, 2)  # (row, position): the one real (mask 1) token whose id is pad id 1
+
+
+def roberta_batch(labels: torch.Tensor, seed: int, vocab_size: int):
+    """RoBERTa-style rows of lengths 9, 16, 3, 12 (Tmax 16): <s> (0) first, </s> (2) last,
+    pairs as <s> A </s></s> B </s> (B starting where BERT's segment B does), token types all 0
+    (one type), padding with pad id 1 and mask 0 at the end of rows. Other tokens are drawn
+    from 3..V-1, so no real token is the pad id, except one: row 3, position 2 holds a literal
+    pad id 1 with mask 1, which RoBERTa's position rule gives position padding_idx and skips."""
+    lengths = [9, 16, 3, 12]
+    seg_b_start = [5, 9, None, 7]
+    B, T = len(lengths), max(lengths)
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.ones(B, T, dtype=torch.int64)  # 1 = pad_token_id at padded positions
+    mask = torch.zeros(B, T, dtype=torch.int64)
+    for b, (n, s) in enumerate(zip(lengths, seg_b_start)):
+        ids[b, :n] = torch.randint(3, vocab_size, (n,), generator=g)
+        ids[b, 0], ids[b, n - 1] = 0, 2
+        if s is not None:
+            ids[b, s - 2], ids[b, s - 1] = 2, 2
+        mask[b, :n] = 1
+    r, t = ROBERTA_LITERAL_PAD
+    assert 0 < t < lengths[r] - 1 and ids[r, t] > 2
+    ids[r, t] = 1
+    return {"input_ids": ids, "token_type_ids": torch.zeros(B, T, dtype=torch.int64),
+            "attention_mask": mask, "labels": labels}
+
+
+def family_batch(fam: Family, labels, seed: int, config):
+    if fam.roberta_positions:
+        return roberta_batch(labels, seed, config.vocab_size)
+    batch = tiny_batch(labels, seed)
+    if fam.token_type is None:
+        del batch["token_type_ids"]  # DistilBERT: no token type input at all
+    return batch
+
+
+def sinusoid_table(n_pos: int, dim: int) -> torch.Tensor:
+    """DistilBERT's sinusoidal table: angle pos / 10000^(2 floor(j/2) / dim) in float64, sin in
+    even columns, cos in odd ones, rounded to float32."""
+    pos = np.arange(n_pos, dtype=np.float64)[:, None]
+    j = np.arange(dim)
+    angle = pos / np.power(10000.0, 2 * (j // 2) / dim)[None, :]
+    return torch.from_numpy(np.where(j % 2 == 0, np.sin(angle), np.cos(angle))).float()
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    name: str  # what the prints call it
+    family: str
+    kind: str  # "cls" (3 labels, cross-entropy) or "reg" (1 label, MSE)
+    seed: int
+    # Chosen after looking at the pre-clip norms (printed by the script): between the smallest
+    # and largest of the three, so clipping is active on some steps and not on others and both
+    # branches of the clip are tested. The script asserts at least one step clips.
+    max_grad_norm: float
+    variant: str = ""  # "sinusoidal": DistilBERT with sinusoidal_pos_embds=True
+
+    @property
+    def file(self) -> str:
+        return FAMILIES[self.family].fixture_name(self.kind, self.variant)
+
+
+# Pre-clip norms of the three steps (BERT: cls 3.05, 3.05 clip, 2.76 does not; reg 11.3, 8.57
+# clip, 7.1 does not); the others' are printed by the script and listed in
+# tests/fixtures/README.md: every fixture clips steps 0 and 1 and not step 2.
+TINY_FIXTURES = [
+    TinySpec("tiny_cls", "bert", "cls", 1234, 2.9),
+    TinySpec("tiny_reg", "bert", "reg", 5678, 8.0),
+    TinySpec("tiny_distilbert_cls", "distilbert", "cls", 2101, 5.0),
+    TinySpec("tiny_distilbert_reg", "distilbert", "reg", 2201, 30.0),
+    TinySpec("tiny_distilbert_sinusoidal_cls", "distilbert", "cls", 2301, 4.5, "sinusoidal"),
+    TinySpec("tiny_roberta_cls", "roberta", "cls", 3101, 2.7),
+    TinySpec("tiny_roberta_reg", "roberta", "reg", 3201, 8.0),
+    TinySpec("tiny_xlm_roberta_cls", "xlm-roberta", "cls", 4101, 3.3),
+    TinySpec("tiny_electra_cls", "electra", "cls", 5101, 4.6),
+    TinySpec("tiny_electra_reg", "electra", "reg", 5201, 15.0),
+]
+
+
+def check_padding_rows(model, tables: Tables) -> None:
+    """The padding rows the fixture assumes are exactly the padding_idx of HF's nn.Embedding modules."""
+    have = {f"{n}.weight": m.padding_idx for n, m in model.named_modules()
+            if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None}
+    assert have == dict(tables.padding), (have, tables.padding)
+
+
+def capture_position_ids(model, batch) -> torch.Tensor:
+    """The position ids the model's embeddings looked up on this batch (a forward hook)."""
+    fam = family_of(model.config)
+    seen = []
+    hook = submodule(model, fam.base).embeddings.position_embeddings.register_forward_hook(
+        lambda m, i, o: seen.append(i[0].detach().clone()))
+    with torch.no_grad():
+        forward_loss(model, batch)
+    hook.remove()
+    assert len(seen) == 1
+    return seen[0].expand_as(batch["input_ids"]).clone()
+
+
+def check_sinusoidal_save_load(model) -> None:
+    """save_pretrained writes the (trained) position table; from_pretrained keeps the saved
+    values, trainable; nothing re-initialises it to the sinusoid."""
+    fam = family_of(model.config)
+    with tempfile.TemporaryDirectory() as d:
+        model.save_pretrained(d)
+        with safe_open(str(Path(d) / "model.safetensors"), "pt") as f:
+            assert fam.position in f.keys()
+            saved = f.get_tensor(fam.position)
+        loaded = fam.model_cls.from_pretrained(d, attn_implementation="eager")
+    mine = dict(model.named_parameters())[fam.position]
+    theirs = dict(loaded.named_parameters())[fam.position]
+    assert torch.equal(saved, mine.detach()) and torch.equal(theirs.detach(), mine.detach())
+    assert theirs.requires_grad and not torch.equal(mine.detach(), sinusoid_table(*mine.shape))
+
+
+def make_tiny(spec: TinySpec):
+    """One tiny fixture: its tensors and metadata (tests/fixtures/README.md)."""
+    fam, kind, seed = FAMILIES[spec.family], spec.kind, spec.seed
     if kind == "cls":
-        config = tiny_config(3, "single_label_classification")
+        num_labels, problem_type = 3, "single_label_classification"
         labels = torch.tensor([0, 2, 1, 2], dtype=torch.int64)
         # warmup 2 of 10: lr factors 0, 0.5, 1.0 -- step 0 is the lr=0 warmup step (moments
         # move, parameters do not), step 1 is mid-warmup, step 2 the peak.
         hyper = dict(lr=1e-3, weight_decay=0.01, beta1=0.9, beta2=0.999, eps=1e-8,
                      max_grad_norm=None, warmup_steps=2, total_steps=10,
                      schedule="linear", steps=NUM_STEPS)
-        seed = 1234
     else:
-        config = tiny_config(1, "regression")
+        num_labels, problem_type = 1, "regression"
         labels = torch.tensor([1.5, -0.75, 3.25, 0.5], dtype=torch.float32)
         # no warmup, 5 total: lr factors 1.0, 0.8, 0.6 -- every step moves every parameter
         # (with any warmup >= 1 HF's first step has lr 0).
         hyper = dict(lr=1e-3, weight_decay=0.05, beta1=0.9, beta2=0.999, eps=1e-8,
                      max_grad_norm=None, warmup_steps=0, total_steps=5,
                      schedule="linear", steps=NUM_STEPS)
-        seed = 5678
-    hyper["max_grad_norm"] = TINY_MAX_GRAD_NORM[kind]
+    hyper["max_grad_norm"] = spec.max_grad_norm
+    if fam is BERT:
+        config = tiny_config(num_labels, problem_type)
+    else:
+        config = family_tiny_config(fam, num_labels, problem_type, spec.variant)
+    sinusoidal = spec.variant == "sinusoidal"
+    assert not spec.variant or (sinusoidal and fam.key == "distilbert"), spec
 
     torch.manual_seed(seed)
-    model = BertForSequenceClassification(config)
+    model = fam.model_cls(config)
     assert model.config._attn_implementation == "eager"
-    perturb_tiny(model, seed + 1)
-    batch = tiny_batch(labels, seed + 2)
+    # transformers 5.24 freezes nothing, sinusoidal_pos_embds included (it only changes the
+    # position table's init); a frozen parameter would need a recipe of its own.
+    frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
+    assert not frozen, frozen
+    if sinusoidal:
+        table = dict(model.named_parameters())[fam.position].detach()
+        assert torch.equal(table, sinusoid_table(*table.shape)), "sinusoidal init is not the documented table"
+    perturb_tiny(model, seed + 1, keep={fam.position} if sinusoidal else ())
+    batch = family_batch(fam, labels, seed + 2, config)
+    tables = tables_of(fam, config.to_dict())
+    check_padding_rows(model, tables)
 
     tensors = {}
     for n, p in model.named_parameters():
         tensors[f"init.{n}"] = p.detach().clone()
     for k in ("input_ids", "token_type_ids", "attention_mask", "labels"):
-        tensors[f"input.{k}"] = batch[k].clone()
+        if k in batch:
+            tensors[f"input.{k}"] = batch[k].clone()
+    if fam.roberta_positions:
+        pos = capture_position_ids(model, batch)
+        assert torch.equal(pos, roberta_position_ids(batch["input_ids"], config.pad_token_id)), pos
+        batch["position_ids"] = pos  # a record for unused_rows; never passed to the model
+        tensors["batch.position_ids"] = pos
 
     logits, loss, grads = forward_and_grads(model, batch)
     tensors["output.logits"] = logits
@@ -394,38 +793,68 @@ def make_tiny(kind: str):
         tensors[f"grad.{n}"] = gr
 
     tracker = NonzeroTracker(model)
+    relu_inputs = ReluInputs(model) if fam.key == "distilbert" else None
     losses, norms, lrs = train_steps(model, batch, hyper, on_grads=tracker)
     tensors.update(step_tensors(losses, norms, lrs))
     for n, p in model.named_parameters():
         tensors[f"step3.{n}"] = p.detach().clone()
-    counts = check_zero_gradients(tracker, batch, set(zero_true_grad_names(model)))
+    dead = relu_inputs.dead_units() if relu_inputs else []
+    dead_masks = dead_unit_masks(dead, {n: p.shape for n, p in model.named_parameters()})
+    counts = check_zero_gradients(tracker, batch, set(zero_true_grad_names(model)), tables, dead_masks)
+    check_key_bias_gradients(spec.name, tracker)
     assert lrs == schedule_lrs(hyper), (lrs, schedule_lrs(hyper))
+    no_decay = set(no_decay_names(model))
     for n in counts:
-        check_decay_only(n, tensors[f"init.{n}"], tensors[f"step3.{n}"], batch, hyper,
-                         set(no_decay_names(model)), lrs)
-    print(f"[tiny_{kind}] unused embedding rows (gradient 0 at every step, decay only): {counts}")
+        check_decay_only(n, tensors[f"init.{n}"], tensors[f"step3.{n}"], batch, hyper, no_decay, lrs, tables)
+    for n, m in dead_masks.items():
+        check_decay_only_at(n, tensors[f"init.{n}"], tensors[f"step3.{n}"],
+                            torch.nonzero(m.reshape(-1)).flatten(), hyper, no_decay, lrs)
+    print(f"[{spec.name}] unused embedding rows (gradient 0 at every step, decay only): {counts}")
+    if relu_inputs:
+        print(f"[{spec.name}] dead ReLU units of the head (gradient 0 at every step, decay only): {dead}")
+    if sinusoidal:
+        check_sinusoidal_save_load(model)
 
-    print_facts(f"tiny_{kind}", logits, norms, lrs, hyper)
-    print_activation_facts(f"tiny_{kind}", config, tensors, batch)
-    return tensors, metadata(config, hyper, model)
+    print_facts(spec.name, logits, norms, lrs, hyper)
+    print_activation_facts(spec.name, config, tensors, batch)
+    if fam is BERT:  # the BERT fixtures' metadata stays as it was
+        return tensors, metadata(config, hyper, model)
+    extra = {
+        "family": fam.key,
+        "frozen": json.dumps(frozen),
+        "padding_rows": json.dumps(dict(tables.padding), sort_keys=True),
+        "unused_rows": json.dumps(counts, sort_keys=True),
+    }
+    if fam.key == "distilbert":
+        extra["dead_relu_units"] = json.dumps(dead)
+    if fam.roberta_positions:
+        extra["position_ids"] = (
+            "batch.position_ids (B, Tmax) I64: the ids RobertaEmbeddings looked up in the position "
+            "table (create_position_ids_from_input_ids: padding_idx + running count of ids != "
+            "padding_idx, padding_idx where the id is padding_idx), padded positions included; "
+            "never passed to the model")
+    if sinusoidal:
+        extra["position_embeddings"] = (
+            "sinusoidal_pos_embds true: init.<position table> is HF's sinusoid, exactly; the table "
+            "is a trainable parameter like any other (requires_grad, gradient, AdamW with decay, "
+            "saved in model.safetensors, loaded as saved)")
+    return tensors, metadata(config, hyper, model, **extra)
 
 
-# Chosen after looking at the pre-clip norms (printed by the script): between the smallest
-# and largest of the three, so clipping is active on some steps and not on others and both
-# branches of the clip are tested (cls: 3.05, 3.05 clip, 2.76 does not; reg: 11.3, 8.57
-# clip, 7.1 does not). The script asserts at least one step clips.
-TINY_MAX_GRAD_NORM = {"cls": 2.9, "reg": 8.0}
+HEAD_ACTIVATION = {"bert": "tanh_in", "distilbert": "relu_in", "roberta": "tanh_in",
+                   "xlm-roberta": "tanh_in", "electra": "head_gelu_in"}
 
 
 def print_activation_facts(name, config, tensors, batch):
     """How far from linear the non-linearities run (why the perturbation is there)."""
     model = model_from_init(config, tensors)
+    fam = family_of(config)
     pre = {}
     hooks = [
-        model.bert.encoder.layer[0].intermediate.dense.register_forward_hook(
+        submodule(encoder_layers(model)[0], fam.ffn_in).register_forward_hook(
             lambda m, i, o: pre.__setitem__("gelu_in_layer0", o)),
-        model.bert.pooler.dense.register_forward_hook(
-            lambda m, i, o: pre.__setitem__("tanh_in", o)),
+        submodule(model, fam.head_in).register_forward_hook(
+            lambda m, i, o: pre.__setitem__(HEAD_ACTIVATION[fam.key], o)),
     ]
     with torch.no_grad():
         forward_loss(model, batch)
@@ -462,7 +891,12 @@ def zero_true_grad_names(model) -> list[str]:
     rounding noise, and Adam's m/sqrt(v) turns that noise into lr-sized steps, so their
     grad and post-step values are implementation-specific and must not be compared
     tightly (see tests/fixtures/README.md)."""
-    return [n for n, _ in model.named_parameters() if n.endswith("attention.self.key.bias")]
+    return [n for n, _ in model.named_parameters() if is_key_bias(n)]
+
+
+def is_key_bias(name: str) -> bool:
+    """attention.self.key.bias (BERT, RoBERTa, XLM-R, ELECTRA) or attention.k_lin.bias (DistilBERT)."""
+    return name.endswith(KEY_BIAS_SUFFIXES)
 
 
 def sample(t: torch.Tensor) -> torch.Tensor:
@@ -687,9 +1121,11 @@ def load_fixture(path):
         return {k: f.get_tensor(k) for k in f.keys()}, f.metadata()
 
 
-def model_from_init(config: BertConfig, tensors) -> BertForSequenceClassification:
+def model_from_init(config, tensors):
+    """The family's <Family>ForSequenceClassification (from config.model_type) with every
+    parameter copied from the fixture's init.* tensors."""
     config._attn_implementation = "eager"
-    model = BertForSequenceClassification(config)
+    model = family_of(config).model_cls(config)
     assert model.config._attn_implementation == "eager"
     with torch.no_grad():
         for n, p in model.named_parameters():
@@ -698,7 +1134,13 @@ def model_from_init(config: BertConfig, tensors) -> BertForSequenceClassificatio
 
 
 def batch_from(tensors):
-    return {k: tensors[f"input.{k}"] for k in ("input_ids", "token_type_ids", "attention_mask", "labels")}
+    """The batch a fixture holds: input.* (token_type_ids only where the family has them),
+    and batch.position_ids (RoBERTa's record of the positions HF used) as "position_ids"."""
+    keys = ("input_ids", "token_type_ids", "attention_mask", "labels")
+    batch = {k: tensors[f"input.{k}"] for k in keys if f"input.{k}" in tensors}
+    if "batch.position_ids" in tensors:
+        batch["position_ids"] = tensors["batch.position_ids"]
+    return batch
 
 
 def check(name, got, want, atol=0.0):
@@ -711,7 +1153,8 @@ def verify_tiny(path):
     t, md = load_fixture(path)
     cfg = json.loads(md["config"])
     hyper = json.loads(md["hyper"])
-    config = BertConfig(**{k: v for k, v in cfg.items() if k not in ("num_labels",)})
+    fam = family_of(cfg)
+    config = fam.config_cls(**{k: v for k, v in cfg.items() if k not in ("num_labels",)})
     assert config.num_labels == cfg["num_labels"]
     model = model_from_init(config, t)
     names = [n for n, _ in model.named_parameters()]
@@ -720,6 +1163,19 @@ def verify_tiny(path):
         assert sorted(k[len(prefix):] for k in t if k.startswith(prefix)) == sorted(names), prefix
     batch = batch_from(t)
     _check_padding(batch)
+    inputs = {"input.input_ids", "input.attention_mask", "input.labels"}
+    inputs |= {"input.token_type_ids"} if fam.token_type else set()
+    inputs |= {"batch.position_ids"} if fam.roberta_positions else set()
+    assert {k for k in t if k.startswith(("input.", "batch."))} == inputs, sorted(t)
+    if fam.roberta_positions:  # the positions HF computes from the file's ids are the recorded ones
+        assert torch.equal(capture_position_ids(model, batch), t["batch.position_ids"])
+    if fam is not BERT:
+        assert md["family"] == fam.key and json.loads(md["frozen"]) == []
+        tables = tables_of(fam, cfg)
+        assert json.loads(md["padding_rows"]) == dict(tables.padding)
+        counts = {n: int(unused_rows(n, t[f"init.{n}"].shape[0], batch, tables).numel())
+                  for n in (fam.word, fam.position, fam.token_type) if n}
+        assert {n: c for n, c in counts.items() if c} == json.loads(md["unused_rows"]), counts
     logits, loss, grads = forward_and_grads(model, batch)
     worst = 0.0
     worst = max(worst, check("output.logits", logits, t["output.logits"]))
@@ -818,7 +1274,7 @@ def float64_replay_minilm(path, minilm_dir):
             norm = t[f"step3_update_norm.{n}"].item()
         return ((proj - t[f"{kind}_proj.{n}"]).square().mean().sqrt() / norm).item()
 
-    kb = lambda n: n.endswith("attention.self.key.bias")
+    kb = is_key_bias
     worst_g = sorted(((distance("grad", n, g), n) for n, g in grads.items() if not kb(n)),
                      reverse=True)
     opt_cls = torch.optim.AdamW
@@ -842,17 +1298,22 @@ def float64_replay_minilm(path, minilm_dir):
 
 
 # --------------------------------------------------------------------------------------
-# Second, HF-free check of the tiny fixtures: BERT and the Trainer recipe written out by
-# hand in float64 (autograd for the gradients only). This is the spec the C++ engine
-# implements, so agreement here means the fixture encodes the documented semantics
-# (erf GELU, additive key mask, pooler tanh on position 0, MSE/CE mean, clip coefficient
-# max_norm / (norm + 1e-6), decoupled AdamW with bias correction, linear warmup lambda).
+# Second, HF-free check of the tiny fixtures: each family and the Trainer recipe written
+# out by hand in float64 (autograd for the gradients only). This is the spec the C++
+# engine implements, so agreement here means the fixture encodes the documented semantics
+# (erf GELU, additive key mask, the family's embeddings and head, MSE/CE mean, clip
+# coefficient max_norm / (norm + 1e-6), decoupled AdamW with bias correction, linear
+# warmup lambda).
 # --------------------------------------------------------------------------------------
-def reference_forward(P, cfg, batch):
-    D, H = cfg["hidden_size"], cfg["num_attention_heads"]
-    Dh, eps = D // H, cfg["layer_norm_eps"]
-    ids, tt, mask = batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]
+def reference_forward(P, cfg, batch, trace=None):
+    fam = family_of(cfg)
+    get = lambda *keys: next(cfg[k] for k in keys if k in cfg)  # DistilBERT: dim, n_heads, ...
+    D, H = get("hidden_size", "dim"), get("num_attention_heads", "n_heads")
+    L, Dh, eps = get("num_hidden_layers", "n_layers"), D // H, fam.layer_norm_eps(cfg)
+    assert get("hidden_act", "activation") == "gelu"
+    ids, mask = batch["input_ids"], batch["attention_mask"]
     B, T = ids.shape
+    padding = dict(fam.padding_rows(cfg))
 
     def lin(x, name):  # nn.Linear: weight stored (out, in)
         return x @ P[name + ".weight"].T + P[name + ".bias"]
@@ -862,25 +1323,52 @@ def reference_forward(P, cfg, batch):
         var = ((x - mu) ** 2).mean(-1, keepdim=True)  # biased variance, as nn.LayerNorm
         return (x - mu) / torch.sqrt(var + eps) * P[name + ".weight"] + P[name + ".bias"]
 
-    e = "bert.embeddings."
-    x = P[e + "word_embeddings.weight"][ids] + P[e + "position_embeddings.weight"][:T][None] \
-        + P[e + "token_type_embeddings.weight"][tt]
-    x = ln(x, e + "LayerNorm")
+    def gelu(h):
+        return 0.5 * h * (1.0 + torch.erf(h / 2 ** 0.5))  # exact (erf) GELU
+
+    def lookup(table, idx):  # nn.Embedding: the padding_idx row is read but never gets a gradient
+        out = P[table][idx]
+        if table in padding:
+            out = torch.where((idx == padding[table])[..., None], P[table].detach()[idx], out)
+        return out
+
+    if fam.roberta_positions:  # from the ids (the fixture's record must agree)
+        pos = roberta_position_ids(ids, cfg["pad_token_id"])
+        assert torch.equal(pos, batch["position_ids"])
+    else:
+        pos = torch.arange(T).expand(B, T)
+    x = lookup(fam.word, ids) + lookup(fam.position, pos)
+    if fam.token_type:
+        x = x + lookup(fam.token_type, batch["token_type_ids"])
+    x = ln(x, f"{fam.base}.embeddings.LayerNorm")  # ELECTRA: over embedding_size
+    if fam.key == "electra":
+        x = lin(x, "electra.embeddings_project")  # embedding_size -> hidden_size, nothing after it
     key_bias = torch.where(mask[:, None, None, :] == 1, 0.0, float("-inf")).to(x.dtype)  # (B,1,1,T)
-    for l in range(cfg["num_hidden_layers"]):
-        a = f"bert.encoder.layer.{l}."
+    q_, k_, v_, o_, f1_, f2_ = fam.linears
+    ln1_, ln2_ = (("sa_layer_norm", "output_layer_norm") if fam.key == "distilbert"
+                  else ("attention.output.LayerNorm", "output.LayerNorm"))
+    for l in range(L):
+        a = f"{fam.base}.{fam.layers}.{l}."
         heads = lambda y: y.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
-        q = heads(lin(x, a + "attention.self.query"))
-        k = heads(lin(x, a + "attention.self.key"))
-        v = heads(lin(x, a + "attention.self.value"))
+        q = heads(lin(x, a + q_))
+        k = heads(lin(x, a + k_))
+        v = heads(lin(x, a + v_))
         s = q @ k.transpose(-1, -2) / Dh ** 0.5 + key_bias
         ctx = (torch.softmax(s, -1) @ v).transpose(1, 2).reshape(B, T, D)
-        x = ln(lin(ctx, a + "attention.output.dense") + x, a + "attention.output.LayerNorm")
-        h = lin(x, a + "intermediate.dense")
-        h = 0.5 * h * (1.0 + torch.erf(h / 2 ** 0.5))  # exact (erf) GELU
-        x = ln(lin(h, a + "output.dense") + x, a + "output.LayerNorm")
-    pooled = torch.tanh(lin(x[:, 0], "bert.pooler.dense"))
-    logits = lin(pooled, "classifier")
+        x = ln(lin(ctx, a + o_) + x, a + ln1_)
+        x = ln(lin(gelu(lin(x, a + f1_)), a + f2_) + x, a + ln2_)
+    first = x[:, 0]  # [CLS] / <s>
+    if fam.key == "bert":
+        logits = lin(torch.tanh(lin(first, "bert.pooler.dense")), "classifier")
+    elif fam.key == "distilbert":
+        h = lin(first, "pre_classifier")
+        if trace is not None:
+            trace["relu_in"] = h
+        logits = lin(torch.relu(h), "classifier")
+    elif fam.key == "electra":
+        logits = lin(gelu(lin(first, "classifier.dense")), "classifier.out_proj")
+    else:  # roberta, xlm-roberta
+        logits = lin(torch.tanh(lin(first, "classifier.dense")), "classifier.out_proj")
     labels = batch["labels"]
     if cfg["num_labels"] == 1:
         loss = ((logits.squeeze(-1) - labels.to(logits.dtype)) ** 2).mean()
@@ -898,10 +1386,15 @@ def reference_check_tiny(path):
     P = {n: t[f"init.{n}"].double().clone().requires_grad_(True) for n in names}
     batch = batch_from(t)
 
+    relu_inputs = []  # DistilBERT: the head's ReLU inputs, one per forward
+
     def grads_at(P):
         for p in P.values():
             p.grad = None
-        logits, loss = reference_forward(P, cfg, batch)
+        trace = {}
+        logits, loss = reference_forward(P, cfg, batch, trace)
+        if "relu_in" in trace:
+            relu_inputs.append(trace["relu_in"].detach())
         loss.backward()
         return logits.detach(), loss.detach(), {n: P[n].grad.detach().clone() for n in names}
 
@@ -926,6 +1419,7 @@ def reference_check_tiny(path):
     W, TOT = hyper["warmup_steps"], hyper["total_steps"]
     m = {n: torch.zeros_like(P[n]) for n in names}
     v = {n: torch.zeros_like(P[n]) for n in names}
+    relu_inputs.clear()  # dead units: over the three steps' forwards
     nonzero = {n: torch.zeros(P[n].shape, dtype=torch.bool) for n in names}
     for i in range(NUM_STEPS):
         lr = lr0 * (i / max(1, W) if i < W else max(0.0, (TOT - i) / max(1, TOT - W)))
@@ -949,7 +1443,7 @@ def reference_check_tiny(path):
     lr_sum = sum(t[f"lr.step{i}"].item() for i in range(NUM_STEPS))
     for n in names:
         moved = (t[f"step3.{n}"] - t[f"init.{n}"]).abs().max().item()
-        if n.endswith("attention.self.key.bias"):
+        if is_key_bias(n):
             # The true gradient of the key bias is 0 (it adds q.b_k to every score of a
             # query row; softmax ignores that), so its float gradient is rounding noise
             # and Adam's g/sqrt(v) turns noise into steps of size ~lr: the values after
@@ -965,13 +1459,21 @@ def reference_check_tiny(path):
     # decay-only values there.
     tracker = NonzeroTracker(torch.nn.Module())
     tracker.nonzero, tracker.steps = nonzero, NUM_STEPS
-    counts = check_zero_gradients(tracker, batch, {n for n in names if n.endswith("attention.self.key.bias")})
+    tables = tables_of(family_of(cfg), cfg)
+    dead = dead_units(relu_inputs) if relu_inputs else []
+    assert dead == json.loads(md.get("dead_relu_units", "[]")), (dead, md.get("dead_relu_units"))
+    dead_masks = dead_unit_masks(dead, {n: P[n].shape for n in names})
+    counts = check_zero_gradients(tracker, batch, {n for n in names if is_key_bias(n)}, tables, dead_masks)
     for n in counts:
-        check_decay_only(n, t[f"init.{n}"], t[f"step3.{n}"], batch, hyper, no_decay, schedule_lrs(hyper))
+        check_decay_only(n, t[f"init.{n}"], t[f"step3.{n}"], batch, hyper, no_decay, schedule_lrs(hyper),
+                         tables)
+    for n, mask in dead_masks.items():
+        check_decay_only_at(n, t[f"init.{n}"], t[f"step3.{n}"], torch.nonzero(mask.reshape(-1)).flatten(),
+                            hyper, no_decay, schedule_lrs(hyper))
     print(f"[verify] {path.name}: agrees with the hand-written float64 reference "
           f"(logits, loss, {len(names)} grads, 3 clipped AdamW steps); max abs diff per group: "
           + ", ".join(f"{k} {v:.2g}" for k, v in sorted(worst.items()))
-          + f"; unused rows, decay only: {counts}")
+          + f"; unused rows, decay only: {counts}" + (f"; dead ReLU units {dead}" if relu_inputs else ""))
 
 
 # --------------------------------------------------------------------------------------
@@ -1001,15 +1503,21 @@ def canonicalize_header(path: Path) -> None:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, type=Path, help="output folder (tests/fixtures)")
-    ap.add_argument("--minilm-dir", required=True,
-                    help="all-MiniLM-L6-v2 folder with config.json + model.safetensors (bare BertModel)")
+    ap.add_argument("--minilm-dir",
+                    help="all-MiniLM-L6-v2 folder with config.json + model.safetensors (bare BertModel); "
+                         "needed unless --only names tiny fixtures only")
     ap.add_argument("--tokenizer-dir", default=DEFAULT_TOKENIZER_DIR)
     ap.add_argument("--mrpc-dev", default=DEFAULT_MRPC_DEV)
     ap.add_argument("--skip-verify", action="store_true")
-    ap.add_argument("--only", choices=("tiny", "minilm"),
-                    help="write (and verify) only these fixtures; torch's float32 results, and so the "
-                         "fixtures' bytes, depend on the CPU's instruction set")
+    ap.add_argument("--only", choices=ONLY_CHOICES,
+                    help="write (and verify) only these fixtures: tiny = the two tiny BERT ones, "
+                         "families = every tiny fixture of the other families, or one family's; "
+                         "torch's float32 results, and so the fixtures' bytes, depend on the CPU's "
+                         "instruction set")
     args = ap.parse_args(argv)
+    write_minilm = args.only in (None, "minilm")
+    if write_minilm and not args.minilm_dir:
+        ap.error("--minilm-dir is needed to write golden_minilm_mrpc.safetensors")
 
     if os.environ.get("HF_HUB_OFFLINE") != "1":
         print("note: HF_HUB_OFFLINE is not 1; this script never needs the network", file=sys.stderr)
@@ -1018,17 +1526,25 @@ def main(argv=None):
     args.out.mkdir(parents=True, exist_ok=True)
     print(GENERATOR)
 
+    def wanted(spec: TinySpec) -> bool:
+        if args.only is None:
+            return True
+        if args.only == "tiny":
+            return spec.family == "bert"
+        if args.only == "families":
+            return spec.family != "bert"
+        return spec.family == args.only
+
     outputs = []
-    if args.only in (None, "tiny"):
-        for kind in ("cls", "reg"):
-            tensors, md = make_tiny(kind)
-            p = args.out / f"golden_tiny_{kind}.safetensors"
-            write(p, tensors, md)
-            outputs.append(p)
-            if not args.skip_verify:
-                verify_tiny(p)
-                reference_check_tiny(p)
-    if args.only in (None, "minilm"):
+    for spec in filter(wanted, TINY_FIXTURES):
+        tensors, md = make_tiny(spec)
+        p = args.out / spec.file
+        write(p, tensors, md)
+        outputs.append(p)
+        if not args.skip_verify:
+            verify_tiny(p)
+            reference_check_tiny(p)
+    if write_minilm:
         tensors, md = make_minilm(args.minilm_dir, args.tokenizer_dir, args.mrpc_dev)
         p = args.out / "golden_minilm_mrpc.safetensors"
         write(p, tensors, md)
