@@ -145,6 +145,21 @@ TEST(Bf16GoldenRegression, ThreeAdamWStepsRefreshingTheBf16Weights) {
   check_three_adamw_steps("golden_tiny_reg.safetensors", "golden_tiny_reg_bf16.safetensors");
 }
 
+// The other families' classification fixtures (model/family.h), the same checks.
+class Bf16GoldenFamily : public ::testing::TestWithParam<const char*> {};
+TEST_P(Bf16GoldenFamily, LogitsLossAndEveryGradient) {
+  const std::string family = GetParam();
+  check_forward_and_gradients("golden_tiny_" + family + "_cls.safetensors",
+                              "golden_tiny_" + family + "_cls_bf16.safetensors");
+}
+TEST_P(Bf16GoldenFamily, ThreeAdamWStepsRefreshingTheBf16Weights) {
+  const std::string family = GetParam();
+  check_three_adamw_steps("golden_tiny_" + family + "_cls.safetensors",
+                          "golden_tiny_" + family + "_cls_bf16.safetensors");
+}
+INSTANTIATE_TEST_SUITE_P(Families, Bf16GoldenFamily,
+                         ::testing::Values("distilbert", "roberta", "xlm_roberta", "electra"));
+
 // Bf16Weights::refresh rounds exactly the encoder's four linear weights of every layer, and follows
 // an in-place change of the fp32 weights when called again.
 TEST(Bf16Weights, RefreshRoundsEveryEncoderWeight) {
