@@ -1,5 +1,6 @@
 """PyTorch's side of the step benchmark: one training step (forward, backward, clip, AdamW) of
-BertForSequenceClassification with random weights, batch 32, as HF Trainer runs it, timed the same
+the config's *ForSequenceClassification (its model_type: bert, distilbert, roberta, xlm-roberta,
+electra) with random weights, batch 32, as HF Trainer runs it, timed the same
 way as bench/bench_step.cc. Run offline in the golden venv (tools/README.md):
 
   OMP_NUM_THREADS=1 taskset -c 1 python tools/torch_step_bench.py \
@@ -16,7 +17,7 @@ import statistics
 import time
 
 import torch
-from transformers import BertConfig, BertForSequenceClassification
+from transformers import AutoConfig, AutoModelForSequenceClassification
 
 
 def main():
@@ -33,9 +34,11 @@ def main():
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    config = BertConfig(**json.load(open(args.config)))
+    fields = json.load(open(args.config))
+    fields.pop("architectures", None)
+    config = AutoConfig.for_model(**fields)
     config.num_labels = 2
-    model = BertForSequenceClassification(config)
+    model = AutoModelForSequenceClassification.from_config(config)
     model.train()
     decay = [p for n, p in model.named_parameters() if "bias" not in n and "LayerNorm" not in n]
     no_decay = [p for n, p in model.named_parameters() if "bias" in n or "LayerNorm" in n]
