@@ -195,7 +195,8 @@ TEST(UnigramGlue, EveryCodePointMatchesHF) {
         t1 += " a";
         append_utf8(t1, c);
         t1 += "b";
-        t2 = "e";
+        t2.clear();
+        t2.push_back('e');
         append_utf8(t2, c);
         append_utf8(t2, 0x301);
         t2 += " ";
