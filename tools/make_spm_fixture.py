@@ -21,9 +21,14 @@ Outputs (committed):
 HF's ids are those of AutoTokenizer.from_pretrained(fixture folder); the script checks that the
 folder without tokenizer.json, the folder with only tokenizer.json and tokenizers.Tokenizer on the
 bare tokenizer.json give the same ids on every hard case (and stops if not).
+Each single-text case also records "legacy_tokens": the ids of tokenizers.Tokenizer on the
+fixture's tokenizer.json rewritten as transformers 4.x's converter wrote XLM-R's (normalizer
+Precompiled + Replace(" {2,}" -> " "), pre-tokenizer Metaspace alone, so spaces are not dropped),
+the form of tokenizer.json files on the hub; see legacy_tokenizer_json().
 
---check-saved DIR: instead, load DIR (written by cpuft's SentencePieceTokenizer::save) with
-AutoTokenizer and check it gives the recorded hard-case ids.
+--check-saved DIR: instead, load DIR (written by cpuft's UnigramTokenizer::save) with
+AutoTokenizer and with tokenizers.Tokenizer on its tokenizer.json, and check both give the
+recorded hard-case ids ("legacy_tokens" with --legacy: DIR was saved from the legacy form).
 """
 import argparse
 import glob
@@ -134,17 +139,23 @@ def glue_text():
     return lines
 
 
-def train_model(path_prefix):
-    # One thread and a fixed input order: the same model on every run.
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(glue_text()), model_prefix=path_prefix, vocab_size=8000,
-        model_type="unigram", normalization_rule_name="nmt_nfkc", character_coverage=0.9995,
-        num_threads=1, input_sentence_size=0, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
-        minloglevel=2)
+def train_model(work):
+    # One thread, a fixed input order and a fixed model_prefix (the model records it): the same
+    # bytes on every run.
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(glue_text()), model_prefix="m", vocab_size=8000,
+            model_type="unigram", normalization_rule_name="nmt_nfkc", character_coverage=0.9995,
+            num_threads=1, input_sentence_size=0, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+            minloglevel=2)
+    finally:
+        os.chdir(cwd)
 
 
 def make_folder(work):
-    train_model(os.path.join(work, "m"))
+    train_model(work)
     src = os.path.join(work, "src")
     os.makedirs(src)
     shutil.copy(os.path.join(work, "m.model"), os.path.join(src, "sentencepiece.bpe.model"))
@@ -177,12 +188,25 @@ def encode(tok, a, b, max_length):
     return e["input_ids"][0], e["token_type_ids"][0]
 
 
+def legacy_tokenizer_json(path):
+    """The fixture's tokenizer.json in the form transformers 4.x wrote for XLM-R."""
+    with open(path, encoding="utf-8") as f:
+        j = json.load(f)
+    j["normalizer"] = {"type": "Sequence", "normalizers": [
+        j["normalizer"], {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]}
+    j["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True}
+    return json.dumps(j, ensure_ascii=False)
+
+
 def hard_cases(tok):
+    legacy = tokenizers.Tokenizer.from_str(
+        legacy_tokenizer_json(os.path.join(FOLDER, "tokenizer.json")))
     cases = []
     for text in HARD_TEXTS:
         ids, types = encode(tok, text, None, None)
         cases.append({"a": text, "max_length": None, "input_ids": ids, "token_type_ids": types,
-                      "tokens": tok(text, add_special_tokens=False)["input_ids"]})
+                      "tokens": tok(text, add_special_tokens=False)["input_ids"],
+                      "legacy_tokens": legacy.encode(text, add_special_tokens=False).ids})
     for a, b in PAIRS:
         for m in [None] + MAX_LENGTHS:
             ids, types = encode(tok, a, b, m)
@@ -322,21 +346,42 @@ def codepoint_digest(tok):
     return out
 
 
-def check_saved(saved_dir):
-    tok = AutoTokenizer.from_pretrained(saved_dir)
+def check_saved(saved_dir, legacy):
     with open(CASES, encoding="utf-8") as f:
         cases = [json.loads(line) for line in f]
-    bad = compare(tok, cases, saved_dir)
     print(f"{saved_dir}: files {sorted(os.listdir(saved_dir))}")
+    auto = AutoTokenizer.from_pretrained(saved_dir)
+    raw = tokenizers.Tokenizer.from_file(os.path.join(saved_dir, "tokenizer.json"))
+    if not legacy:
+        return compare(auto, cases, f"{saved_dir} (AutoTokenizer)") + compare(
+            RawTokenizer(os.path.join(saved_dir, "tokenizer.json")), cases,
+            f"{saved_dir} (tokenizers.Tokenizer)") == 0
+    bad = 0
+    singles = [c for c in cases if "legacy_tokens" in c]
+    for label, fn in [("AutoTokenizer", lambda t: auto(t, add_special_tokens=False)["input_ids"]),
+                      ("tokenizers.Tokenizer",
+                       lambda t: raw.encode(t, add_special_tokens=False).ids)]:
+        n_bad = sum(fn(c["a"]) != c["legacy_tokens"] for c in singles)
+        print(f"{saved_dir} ({label}, {type(auto).__name__}): "
+              f"{len(singles) - n_bad}/{len(singles)} legacy hard texts identical")
+        bad += n_bad
     return bad == 0
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-saved", metavar="DIR")
+    ap.add_argument("--legacy", action="store_true")
+    ap.add_argument("--write-legacy", metavar="DIR",
+                    help="write the legacy form of the fixture's tokenizer.json into DIR")
     args = ap.parse_args()
     if args.check_saved:
-        sys.exit(0 if check_saved(args.check_saved) else 1)
+        sys.exit(0 if check_saved(args.check_saved, args.legacy) else 1)
+    if args.write_legacy:
+        os.makedirs(args.write_legacy, exist_ok=True)
+        with open(os.path.join(args.write_legacy, "tokenizer.json"), "w", encoding="utf-8") as f:
+            f.write(legacy_tokenizer_json(os.path.join(FOLDER, "tokenizer.json")))
+        return
     with tempfile.TemporaryDirectory() as work:
         print(f"training the Unigram model on data/glue; writing {FOLDER}")
         make_folder(work)

@@ -1117,7 +1117,8 @@ std::vector<int32_t> UnigramTokenizer::tokenize(std::string_view text) const {
         return;
       }
       word.clear();
-      const bool starts = w.substr(0, rep.size()) == rep;
+      // Spaces become the replacement first, so a leading space counts as a leading replacement.
+      const bool starts = (!w.empty() && w[0] == ' ') || w.substr(0, rep.size()) == rep;
       if (pipeline_.prepend && !starts) word = rep;
       for (char c : w) {
         if (c == ' ') {

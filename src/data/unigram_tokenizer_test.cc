@@ -163,6 +163,62 @@ TEST(Unigram, SaveRoundTrip) {
   }
 }
 
+// The fixture's tokenizer.json in the form transformers 4.x wrote for XLM-R (as the script's
+// legacy_tokenizer_json): charsmap + Replace(" {2,}" -> " "), Metaspace alone (2020 fields).
+std::string legacy_json() {
+  json j = json::parse(read_all(fs::path(folder()) / "tokenizer.json"));
+  j["normalizer"] = {
+      {"type", "Sequence"},
+      {"normalizers",
+       {j["normalizer"],
+        {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}}}}};
+  j["pre_tokenizer"] = {
+      {"type", "Metaspace"}, {"replacement", "\u2581"}, {"add_prefix_space", true}};
+  return j.dump();
+}
+
+// Without WhitespaceSplit, spaces survive as U+2581 pieces and <mask>'s lstrip matters: this is
+// what tokenizers gives for such a file with no XLMRobertaTokenizer class around it.
+TEST(Unigram, LegacyTokenizerJsonPipelineMatchesTokenizers) {
+  const auto cases = hard_cases();
+  const UnigramTokenizer t = UnigramTokenizer::from_tokenizer_json(legacy_json(), "legacy");
+  size_t n = 0, same = 0, differs_from_class = 0;
+  for (const json& c : cases) {
+    if (!c.contains("legacy_tokens")) continue;
+    ++n;
+    const std::vector<int32_t> ids = t.tokenize(c.at("a").get<std::string>());
+    const auto want = c.at("legacy_tokens").get<std::vector<int32_t>>();
+    same += ids == want;
+    differs_from_class += want != c.at("tokens").get<std::vector<int32_t>>();
+    EXPECT_EQ(ids, want) << c.dump();
+  }
+  std::printf(
+      "legacy tokenizer.json: %zu/%zu hard texts identical to tokenizers (%zu of them "
+      "differ from XLMRobertaTokenizer's)\n",
+      same, n, differs_from_class);
+  EXPECT_GE(differs_from_class, 5u);  // the two pipelines are really different
+  // Saved, the folder names the generic class (which takes tokenizer.json as it is) and reloads
+  // with the same pipeline.
+  TempDir out;
+  t.save(out.path.string());
+  EXPECT_EQ(json::parse(read_all(out.path / "tokenizer_config.json")).at("tokenizer_class"),
+            "TokenizersBackend");
+  const auto again = load_tokenizer(out.path.string());
+  for (const json& c : cases) {
+    if (!c.contains("legacy_tokens")) continue;
+    EXPECT_EQ(again->tokenize(c.at("a").get<std::string>()),
+              c.at("legacy_tokens").get<std::vector<int32_t>>());
+  }
+  // With tokenizer_class XLMRobertaTokenizer, transformers 5 ignores the file's pipeline.
+  TempDir as_class;
+  write_all(as_class.path / "tokenizer.json", legacy_json());
+  write_all(as_class.path / "tokenizer_config.json",
+            R"({"tokenizer_class": "XLMRobertaTokenizer"})");
+  EXPECT_EQ(count_identical(*load_tokenizer(as_class.path.string()), cases,
+                            "legacy tokenizer.json, XLMRobertaTokenizer class"),
+            cases.size());
+}
+
 TEST(Unigram, EncodeTemplateAndTruncation) {
   const auto tok = load_tokenizer(folder());
   const std::string_view b = "world";
