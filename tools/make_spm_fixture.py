@@ -18,6 +18,9 @@ Outputs (committed):
       no truncation), HF's input_ids / token_type_ids and the ids without special tokens.
   tests/fixtures/spm_glue_digest.json       FNV-1a 64 of HF's ids over every GLUE file in
       data/glue (per-1000-row hashes too), and over every code point in two contexts.
+  tests/fixtures/fuzz_unigram_corpus/       seeds of src/data/fuzz_unigram.cc: a tiny Unigram
+      model with a hand-written normalization rule table (mode byte 0), its tokenizer.json in
+      both forms (1), and some hard texts (2).
 HF's ids are those of AutoTokenizer.from_pretrained(fixture folder); the script checks that the
 folder without tokenizer.json, the folder with only tokenizer.json and tokenizers.Tokenizer on the
 bare tokenizer.json give the same ids on every hard case (and stops if not).
@@ -47,6 +50,7 @@ from transformers import AddedToken, AutoTokenizer  # noqa: E402
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 FOLDER = os.path.join(FIXTURES, "tokenizers", "xlmr_unigram")
+FUZZ_CORPUS = os.path.join(FIXTURES, "fuzz_unigram_corpus")
 CASES = os.path.join(FIXTURES, "spm_hard_cases.jsonl")
 DIGEST = os.path.join(FIXTURES, "spm_glue_digest.json")
 
@@ -346,6 +350,44 @@ def codepoint_digest(tok):
     return out
 
 
+def write_fuzz_seeds():
+    """Small seeds for the fuzz target: the real model is too big to mutate usefully."""
+    if os.path.exists(FUZZ_CORPUS):
+        shutil.rmtree(FUZZ_CORPUS)
+    os.makedirs(FUZZ_CORPUS)
+    with tempfile.TemporaryDirectory() as work:
+        cwd = os.getcwd()
+        os.chdir(work)
+        try:
+            # A charsmap of four rules: a letter, a ligature, a space and a composition.
+            with open("rules.tsv", "w") as f:
+                f.write("41\t61\nFB01\t66 69\n3000\t20\n65 301\tE9\n")
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=iter(glue_text()[:300]), model_prefix="tiny", vocab_size=60,
+                model_type="unigram", normalization_rule_tsv="rules.tsv", num_threads=1,
+                hard_vocab_limit=False, minloglevel=2)
+            os.makedirs("src")
+            shutil.copy("tiny.model", "src/sentencepiece.bpe.model")
+            with open("src/tokenizer_config.json", "w") as f:
+                json.dump({"tokenizer_class": "XLMRobertaTokenizer"}, f)
+            AutoTokenizer.from_pretrained("src").save_pretrained("out")
+            with open("tiny.model", "rb") as f:
+                model = f.read()
+            with open("out/tokenizer.json", encoding="utf-8") as f:
+                tj = json.dumps(json.load(f), ensure_ascii=False)
+            legacy = legacy_tokenizer_json("out/tokenizer.json")
+        finally:
+            os.chdir(cwd)
+    seeds = {"model_tiny": b"\0" + model, "json_tiny": b"\1" + tj.encode(),
+             "json_legacy_tiny": b"\1" + legacy.encode()}
+    for k, text in enumerate(HARD_TEXTS[::8]):
+        seeds[f"text_{k:02d}"] = b"\2" + text.encode()
+    for name, data in seeds.items():
+        with open(os.path.join(FUZZ_CORPUS, name), "wb") as f:
+            f.write(data)
+    print(f"wrote {FUZZ_CORPUS}: {len(seeds)} seeds")
+
+
 def check_saved(saved_dir, legacy):
     with open(CASES, encoding="utf-8") as f:
         cases = [json.loads(line) for line in f]
@@ -372,11 +414,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-saved", metavar="DIR")
     ap.add_argument("--legacy", action="store_true")
+    ap.add_argument("--fuzz-seeds", action="store_true", help="only rewrite the fuzz seeds")
     ap.add_argument("--write-legacy", metavar="DIR",
                     help="write the legacy form of the fixture's tokenizer.json into DIR")
     args = ap.parse_args()
     if args.check_saved:
         sys.exit(0 if check_saved(args.check_saved, args.legacy) else 1)
+    if args.fuzz_seeds:
+        write_fuzz_seeds()
+        return
     if args.write_legacy:
         os.makedirs(args.write_legacy, exist_ok=True)
         with open(os.path.join(args.write_legacy, "tokenizer.json"), "w", encoding="utf-8") as f:
@@ -399,6 +445,7 @@ def main():
         json.dump(digest, f, indent=1)
         f.write("\n")
     print(f"wrote {DIGEST}")
+    write_fuzz_seeds()
 
 
 if __name__ == "__main__":

@@ -502,7 +502,9 @@ void read_post_processor(const json& t, const std::string& where, UnigramTokeniz
       const std::string field = str("post_processor.", which);
       CPUFT_REQUIRE(piece.is_object() && piece.size() == 1, where, ": '", field,
                     "' items must be {\"Sequence\": ...} or {\"SpecialToken\": ...}");
-      const auto& [kind, body] = *piece.items().begin();
+      const auto first = piece.begin();  // (items() is a temporary: no references into it)
+      const std::string kind = first.key();
+      const json& body = first.value();
       CPUFT_REQUIRE(body.is_object() && body.contains("id") && body["id"].is_string(), where, ": '",
                     field, "' item without a string 'id'");
       Item item;
