@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -144,6 +145,10 @@ TEST(Unigram, SaveRoundTrip) {
     in.copy({source});
     const auto tok = load_tokenizer(in.path.string());
     tok->save(out.path.string());
+    // CPUFT_TOKENIZER_SAVE_DIR keeps a copy, for the AutoTokenizer check of
+    // tools/make_spm_fixture.py --check-saved.
+    if (const char* keep = std::getenv("CPUFT_TOKENIZER_SAVE_DIR"))
+      tok->save(keep + std::string("/unigram_from_") + (source[0] == 't' ? "json" : "spm"));
     for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
       EXPECT_TRUE(fs::exists(out.path / f)) << f;
     EXPECT_EQ(fs::exists(out.path / "sentencepiece.bpe.model"),
@@ -201,6 +206,8 @@ TEST(Unigram, LegacyTokenizerJsonPipelineMatchesTokenizers) {
   // with the same pipeline.
   TempDir out;
   t.save(out.path.string());
+  if (const char* keep = std::getenv("CPUFT_TOKENIZER_SAVE_DIR"))
+    t.save(keep + std::string("/unigram_legacy"));  // --check-saved DIR --legacy
   EXPECT_EQ(json::parse(read_all(out.path / "tokenizer_config.json")).at("tokenizer_class"),
             "TokenizersBackend");
   const auto again = load_tokenizer(out.path.string());
