@@ -224,6 +224,27 @@ TEST(Unigram, LegacyTokenizerJsonPipelineMatchesTokenizers) {
   EXPECT_EQ(count_identical(*load_tokenizer(as_class.path.string()), cases,
                             "legacy tokenizer.json, XLMRobertaTokenizer class"),
             cases.size());
+  // So does a model folder whose config.json says xlm-roberta and whose tokenizer_config.json
+  // names no class (AutoTokenizer goes by the model type).
+  TempDir model_dir;
+  write_all(model_dir.path / "tokenizer.json", legacy_json());
+  write_all(model_dir.path / "config.json", R"({"model_type": "xlm-roberta"})");
+  EXPECT_EQ(count_identical(*load_tokenizer(model_dir.path.string()), cases,
+                            "legacy tokenizer.json, config.json xlm-roberta"),
+            cases.size());
+}
+
+// Both loading paths end in the same tokenizer: vocabulary, scores (float32 in the model, their
+// float64 values in tokenizer.json), charsmap bytes, added tokens and template all equal, so the
+// files save() writes are byte for byte the same. (This is what lets the slow code point test
+// run one path only.)
+TEST(Unigram, BothLoadingPathsGiveTheSameTokenizer) {
+  TempDir spm, from_spm, from_json;
+  spm.copy({"sentencepiece.bpe.model", "tokenizer_config.json", "special_tokens_map.json"});
+  load_tokenizer(spm.path.string())->save(from_spm.path.string());
+  load_tokenizer(folder())->save(from_json.path.string());
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
+    EXPECT_EQ(read_all(from_spm.path / f), read_all(from_json.path / f)) << f;
 }
 
 TEST(Unigram, EncodeTemplateAndTruncation) {
