@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "data/unigram_tokenizer.h"
 #include "data/wordpiece_tokenizer.h"
 
 namespace cpuft {
@@ -30,6 +31,8 @@ void truncate_longest_first(std::vector<int32_t>& a, std::vector<int32_t>* b, si
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   const fs::path root(dir);
   CPUFT_REQUIRE(fs::is_directory(root), dir, ": not a directory");
+  if (UnigramTokenizer::handles_folder(dir))  // SentencePiece Unigram (XLM-R)
+    return std::make_unique<UnigramTokenizer>(UnigramTokenizer::from_folder(dir));
   if (fs::exists(root / "vocab.txt") || fs::exists(root / "tokenizer.json"))
     return std::make_unique<WordPieceTokenizer>(WordPieceTokenizer::from_folder(dir));
   throw Error(str(dir, ": no tokenizer found (looked for tokenizer.json and vocab.txt)"));

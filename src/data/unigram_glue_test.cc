@@ -1,0 +1,257 @@
+// Slow: every sentence of every GLUE TSV shipped in data/glue and every Unicode code point, through
+// the Unigram (XLM-R) tokenizer loaded both ways (tokenizer.json, sentencepiece.bpe.model), must
+// give Hugging Face's ids. HF's ids are summarized by tests/fixtures/spm_glue_digest.json
+// (tools/make_spm_fixture.py): FNV-1a 64 hashes per file and per 1000-row block, and per block of
+// 4096 code points.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "data/tokenizer_test_util.h"
+#include "data/unigram_tokenizer.h"
+#include "data/utf8.h"
+
+namespace cpuft {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using cpuft::testing::fixture_path;
+using cpuft::testing::glue_dir;
+
+constexpr uint64_t kFnvOffset = 0xCBF29CE484222325ull, kFnvPrime = 0x100000001B3ull;
+constexpr uint32_t kSepText = 0xFFFFFFFF, kSepIds = 0xFFFFFFFE, kSepTypes = 0xFFFFFFFD;
+
+void fnv(uint64_t& h, uint32_t v) {
+  for (int k = 0; k < 4; ++k) {
+    h ^= (v >> (8 * k)) & 0xFF;
+    h *= kFnvPrime;
+  }
+}
+void fnv(uint64_t& h, const std::vector<int32_t>& ids, uint32_t sep) {
+  for (int32_t id : ids) fnv(h, static_cast<uint32_t>(id));
+  fnv(h, sep);
+}
+
+std::string hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
+  return buf;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Text columns of each data row: split on '\n' (no final empty line), on '\t', no quoting.
+std::vector<std::vector<std::string>> read_rows(const std::string& path, bool header,
+                                                const std::vector<int>& columns) {
+  const std::string text = read_all(path);
+  std::vector<std::vector<std::string>> rows;
+  size_t pos = 0;
+  bool first = true;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    const std::string_view line(text.data() + pos, eol - pos);
+    pos = eol + 1;
+    if (first && header) {
+      first = false;
+      continue;
+    }
+    first = false;
+    std::vector<std::string_view> fields;
+    size_t f = 0;
+    while (true) {
+      const size_t tab = line.find('\t', f);
+      fields.push_back(line.substr(f, tab == std::string_view::npos ? line.npos : tab - f));
+      if (tab == std::string_view::npos) break;
+      f = tab + 1;
+    }
+    std::vector<std::string> row;
+    for (int c : columns) {
+      EXPECT_LT(static_cast<size_t>(c), fields.size()) << path << " row " << rows.size();
+      row.emplace_back(static_cast<size_t>(c) < fields.size() ? fields[c] : std::string_view());
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+const json& digest() {
+  static const json d = json::parse(read_all(fixture_path("spm_glue_digest.json")));
+  return d;
+}
+
+// The fixture folder loaded from tokenizer.json (as it is) and from sentencepiece.bpe.model
+// (with its two config files, without tokenizer.json).
+struct Tokenizers {
+  fs::path spm_dir;
+  std::map<std::string, UnigramTokenizer> by_source;
+  Tokenizers() {
+    const fs::path src = fixture_path("tokenizers/xlmr_unigram");
+    spm_dir = fs::temp_directory_path() / ("cpuft_unigram_glue_" + std::to_string(::getpid()));
+    fs::remove_all(spm_dir);
+    fs::create_directories(spm_dir);
+    for (const char* f :
+         {"sentencepiece.bpe.model", "tokenizer_config.json", "special_tokens_map.json"})
+      fs::copy_file(src / f, spm_dir / f);
+    by_source.emplace("tokenizer.json", UnigramTokenizer::from_folder(src.string()));
+    by_source.emplace("sentencepiece.bpe.model", UnigramTokenizer::from_folder(spm_dir.string()));
+  }
+  ~Tokenizers() {
+    std::error_code ec;
+    fs::remove_all(spm_dir, ec);
+  }
+};
+
+TEST(UnigramGlue, EveryGlueSentenceMatchesHF) {
+  const Tokenizers toks;
+  const json& d = digest();
+  const int max_length = d.at("max_length");
+  const size_t block_rows = d.at("block_rows");
+  size_t n_files = 0, n_rows = 0;
+  for (const auto& [source, tok] : toks.by_source) {
+    size_t identical_rows = 0, rows_seen = 0;
+    for (const json& file : d.at("files")) {
+      const std::string rel = file.at("path");
+      const auto rows = read_rows(glue_dir() + "/" + rel, file.at("header"), file.at("columns"));
+      ASSERT_EQ(rows.size(), file.at("rows").get<size_t>()) << rel;
+      ++n_files;
+      uint64_t h = kFnvOffset, block = kFnvOffset;
+      size_t n_tokens = 0;
+      std::vector<std::string> blocks;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& r = rows[i];
+        for (const std::string& text : r) {
+          const std::vector<int32_t> ids = tok.tokenize(text);
+          n_tokens += ids.size();
+          fnv(h, ids, kSepText);
+          fnv(block, ids, kSepText);
+        }
+        const std::string_view b = r.size() > 1 ? std::string_view(r[1]) : std::string_view();
+        const Encoding e = tok.encode(r[0], r.size() > 1 ? &b : nullptr, max_length);
+        for (uint64_t* x : {&h, &block}) {
+          fnv(*x, e.input_ids, kSepIds);
+          fnv(*x, e.token_type_ids, kSepTypes);
+        }
+        if ((i + 1) % block_rows == 0 || i + 1 == rows.size()) {
+          const size_t k = blocks.size();
+          blocks.push_back(hex(block));
+          block = kFnvOffset;
+          const size_t block_size = i + 1 - k * block_rows;
+          const auto& want = file.at("block_hashes");
+          if (k < want.size() && blocks[k] == want[k].get<std::string>()) {
+            identical_rows += block_size;
+          } else {
+            ADD_FAILURE() << source << ": " << rel << ": ids differ from HF in data rows "
+                          << k * block_rows << ".." << i
+                          << " (0-based, after the header); first row of the block: "
+                          << ::testing::PrintToString(rows[k * block_rows]);
+          }
+        }
+      }
+      rows_seen += rows.size();
+      EXPECT_EQ(n_tokens, file.at("tokens").get<size_t>()) << source << " " << rel;
+      EXPECT_EQ(hex(h), file.at("hash").get<std::string>()) << source << " " << rel;
+    }
+    n_rows += rows_seen;
+    std::printf("%s: %zu/%zu GLUE rows in blocks identical to HF\n", source.c_str(), identical_rows,
+                rows_seen);
+  }
+  EXPECT_EQ(n_files, 2 * 15u);
+  EXPECT_GT(n_rows, 2 * 100000u);
+}
+
+// Every code point in two contexts (alone next to letters; inside grapheme clusters with
+// combining marks), which is what checks the grapheme tables and the charsmap walk. One loading
+// path: unigram_tokenizer_test's BothLoadingPathsGiveTheSameTokenizer shows they build the same.
+TEST(UnigramGlue, EveryCodePointMatchesHF) {
+  Tokenizers toks;
+  toks.by_source.erase("sentencepiece.bpe.model");
+  const json& cp = digest().at("codepoints");
+  const char32_t block = cp.at("block").get<char32_t>();
+  const auto want_blocks = cp.at("block_hashes").get<std::vector<std::string>>();
+  ASSERT_EQ(want_blocks.size(), 0x110000 / block);
+  for (const auto& [source, tok] : toks.by_source) {
+    size_t n_tokens = 0, bad_blocks = 0;
+    std::string t1, t2;
+    for (char32_t start = 0; start < 0x110000; start += block) {
+      uint64_t h = kFnvOffset;
+      for (char32_t c = start; c < start + block; ++c) {
+        if (c >= 0xD800 && c <= 0xDFFF) continue;
+        t1.clear();
+        append_utf8(t1, c);
+        t1 += " a";
+        append_utf8(t1, c);
+        t1 += "b";
+        t2.clear();
+        t2.push_back('e');
+        append_utf8(t2, c);
+        append_utf8(t2, 0x301);
+        t2 += " ";
+        append_utf8(t2, c);
+        append_utf8(t2, 0x308);
+        t2 += "x";
+        for (const std::string* t : {&t1, &t2}) {
+          const std::vector<int32_t> ids = tok.tokenize(*t);
+          n_tokens += ids.size();
+          fnv(h, ids, kSepText);
+        }
+      }
+      if (hex(h) != want_blocks[start / block] && ++bad_blocks <= 10) {
+        ADD_FAILURE() << source << ": code points U+" << std::hex << static_cast<uint32_t>(start)
+                      << "..U+" << static_cast<uint32_t>(start + block - 1)
+                      << " tokenize differently from HF";
+      }
+    }
+    EXPECT_EQ(bad_blocks, 0u) << source;
+    EXPECT_EQ(n_tokens, cp.at("tokens").get<size_t>()) << source;
+    std::printf("%s: %zu/%zu code point blocks identical to HF\n", source.c_str(),
+                want_blocks.size() - bad_blocks, want_blocks.size());
+  }
+}
+
+// Tokenizing speed on MRPC train, one thread: words (whitespace-separated) and tokens per second.
+TEST(UnigramGlue, SpeedMrpcTrain) {
+  const auto rows = read_rows(glue_dir() + "/MRPC/train.tsv", true, {3, 4});
+  const UnigramTokenizer tok =
+      UnigramTokenizer::from_folder(fixture_path("tokenizers/xlmr_unigram"));
+  size_t words = 0;
+  for (const auto& r : rows) {
+    for (const std::string& t : r) {
+      std::istringstream in(t);
+      for (std::string w; in >> w;) ++words;
+    }
+  }
+  double best = 1e9;
+  size_t tokens = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    tokens = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto& r : rows)
+      for (const std::string& t : r) tokens += tok.tokenize(t).size();
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf(
+      "MRPC train (Unigram, 1 thread, best of 5): %zu words, %zu tokens in %.4f s: "
+      "%.0f words/s, %.0f tokens/s\n",
+      words, tokens, best, static_cast<double>(words) / best, static_cast<double>(tokens) / best);
+  EXPECT_GT(tokens, 0u);
+}
+
+}  // namespace
+}  // namespace cpuft
