@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -583,6 +584,7 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocab vocab, const Merges& merges,
   };
   std::stable_sort(non_normalized_.begin(), non_normalized_.end(), longest_first);
   std::stable_sort(normalized_.begin(), normalized_.end(), longest_first);
+  if (options_.cache_words > 0) cache_ = std::make_shared<WordCache>();
   // Post-processor.
   if (options_.roberta_processing) {
     const int32_t cls = special_id(options_.cls_token, "cls_token", where);
@@ -623,6 +625,15 @@ const std::string& ByteLevelBpeTokenizer::token(int32_t id) const {
   for (const auto& [tok, i] : vocab_)
     if (i == id) return tok;
   return none;
+}
+
+ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_tokenizer_json(std::string_view text,
+                                                                 const std::string& where) {
+  TokenJson tj = parse_tokenizer_json(text, where);
+  ByteLevelBpeTokenizer tok(std::move(tj.vocab), tj.merges, std::move(tj.added),
+                            std::move(tj.options), where);
+  tok.set_source("tokenizer.json");
+  return tok;
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -708,15 +719,42 @@ void ByteLevelBpeTokenizer::tokenize_piece(std::string_view piece,
     piece = prefixed;
   }
   if (!options_.use_regex) {
-    bpe_word(piece, ids);
+    word_ids(piece, ids);
     return;
   }
   thread_local std::vector<char32_t> chars;
   thread_local std::vector<uint32_t> starts;
   decode(piece, chars, starts);
   split_gpt2(chars, [&](size_t first, size_t last) {
-    bpe_word(piece.substr(starts[first], starts[last] - starts[first]), ids);
+    word_ids(piece.substr(starts[first], starts[last] - starts[first]), ids);
   });
+}
+
+void ByteLevelBpeTokenizer::set_cache_words(size_t n) {
+  options_.cache_words = n;
+  cache_ = n > 0 ? std::make_shared<WordCache>() : nullptr;
+}
+
+void ByteLevelBpeTokenizer::word_ids(std::string_view word, std::vector<int32_t>& ids) const {
+  constexpr size_t kMaxCachedBytes = 256;
+  if (!cache_ || word.size() > kMaxCachedBytes) {
+    bpe_word(word, ids);
+    return;
+  }
+  {
+    std::shared_lock lock(cache_->mutex);
+    auto it = cache_->words.find(word);
+    if (it != cache_->words.end()) {
+      ids.insert(ids.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  const size_t first = ids.size();
+  bpe_word(word, ids);
+  std::unique_lock lock(cache_->mutex);
+  if (cache_->words.size() < options_.cache_words)
+    cache_->words.emplace(
+        word, std::vector<int32_t>(ids.begin() + static_cast<ptrdiff_t>(first), ids.end()));
 }
 
 void ByteLevelBpeTokenizer::bpe_word(std::string_view word, std::vector<int32_t>& ids) const {
@@ -970,7 +1008,7 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_folder(const std::string& dir)
       CPUFT_REQUIRE(!content.empty() && find_invalid_utf8(content) == std::string::npos, where,
                     ": an added token is empty or not valid UTF-8");
       t.special = std::any_of(std::begin(slots), std::end(slots),
-                              [&](const std::string* s) { return *s == content; });
+                              [&t](const std::string* s) { return *s == t.content; });
       t.normalized = !t.special;
       added_where[content] = where;
       put_added(added, std::move(t));
@@ -1170,8 +1208,9 @@ void ByteLevelBpeTokenizer::save(const std::string& dir) const {
       {"pad_token", &options_.pad_token},  {"cls_token", &options_.cls_token},
       {"mask_token", &options_.mask_token}};
   for (const auto& [key, value] : named) {
+    const std::string& content = *value;
     const auto it = std::find_if(added.begin(), added.end(),
-                                 [&](const BpeAddedToken& t) { return t.content == *value; });
+                                 [&](const BpeAddedToken& t) { return t.content == content; });
     special[key] = it != added.end() && (it->lstrip || it->rstrip) ? added_token_json(*it, false)
                                                                    : ordered_json(*value);
   }

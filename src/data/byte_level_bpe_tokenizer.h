@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,6 +64,9 @@ struct BpeOptions {
   bool roberta_processing = true;
   std::vector<BpeTemplatePiece> single_template, pair_template;
   int model_max_length = 512;  // only carried into tokenizer_config.json by save()
+  // Words (of at most 256 bytes) whose ids are remembered; 0: no cache. Shared by the threads
+  // that tokenize with one tokenizer (a reader-writer lock).
+  size_t cache_words = 10000;
 };
 
 class ByteLevelBpeTokenizer final : public Tokenizer {
@@ -87,6 +91,10 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   // the model; RobertaProcessing); for PreTrainedTokenizerFast / TokenizersBackend (or no class
   // and no config.json) tokenizer.json is used as written. Errors name the file and the field.
   static ByteLevelBpeTokenizer from_folder(const std::string& dir);
+
+  // A tokenizer.json's text used as written (no tokenizer_config.json), as tokenizers'
+  // Tokenizer.from_str builds it. `where` names the file in errors.
+  static ByteLevelBpeTokenizer from_tokenizer_json(std::string_view text, const std::string& where);
 
   // Parsers, exposed for the fuzz target and the tests. `where` names the file in errors.
   static Vocab parse_vocab_json(std::string_view text, const std::string& where);
@@ -113,6 +121,9 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   void save(const std::string& dir) const override;
   std::string summary() const override;
 
+  // Resizes the word cache (0: none), emptying it.
+  void set_cache_words(size_t n);
+
   // Sets the line that summary() gives for the files read (from_folder sets it).
   void set_source(std::string source) { source_ = std::move(source); }
 
@@ -133,6 +144,7 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
                    std::vector<std::pair<size_t, size_t>>& pieces, std::vector<int32_t>& ids) const;
   void tokenize_piece(std::string_view piece, std::vector<int32_t>& ids) const;
   void bpe_word(std::string_view word, std::vector<int32_t>& ids) const;
+  void word_ids(std::string_view word, std::vector<int32_t>& ids) const;  // through the cache
 
   IdMap vocab_;
   std::vector<std::pair<std::string, std::string>> merges_;  // rank order, for save()
@@ -144,6 +156,11 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   int32_t unk_id_ = -1;    // the model's unk (options_.model_unk_token), -1 if none
   int32_t max_id_ = -1;
   std::string source_ = "in memory";
+  struct WordCache {
+    std::shared_mutex mutex;
+    std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> words;
+  };
+  std::shared_ptr<WordCache> cache_;  // null when options_.cache_words is 0
 };
 
 // model.type of a tokenizer.json ("BPE", "WordPiece", "Unigram", ...; "" when the model has no
