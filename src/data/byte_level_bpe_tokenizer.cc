@@ -576,14 +576,26 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocab vocab, const Merges& merges,
   }
   CPUFT_REQUIRE(static_cast<size_t>(max_id_) < vocab_.size() + added_.size() + kMaxHoles, where,
                 ": ids go up to ", max_id_, " for only ", vocab_.size() + added_.size(), " tokens");
-  // Matching order inside a pass does not matter (leftmost, then longest); split per pass.
-  for (size_t k = 0; k < added_.size(); ++k)
-    (added_[k].normalized ? normalized_ : non_normalized_).push_back(k);
-  auto longest_first = [&](size_t x, size_t y) {
-    return added_[x].content.size() > added_[y].content.size();
-  };
-  std::stable_sort(non_normalized_.begin(), non_normalized_.end(), longest_first);
-  std::stable_sort(normalized_.begin(), normalized_.end(), longest_first);
+  // One byte trie of the added tokens per pass (normalized=false first, then true).
+  for (int pass = 0; pass < 2; ++pass) trie_[pass].assign(1, TrieNode{});
+  for (size_t k = 0; k < added_.size(); ++k) {
+    std::vector<TrieNode>& trie = trie_[added_[k].normalized ? 1 : 0];
+    size_t node = 0;
+    for (const char ch : added_[k].content) {
+      const auto byte = static_cast<unsigned char>(ch);
+      auto& next = trie[node].next;
+      auto it =
+          std::find_if(next.begin(), next.end(), [&](const auto& e) { return e.first == byte; });
+      if (it != next.end()) {
+        node = it->second;
+      } else {
+        next.emplace_back(byte, static_cast<uint32_t>(trie.size()));
+        node = trie.size();
+        trie.emplace_back();
+      }
+    }
+    trie[node].token = static_cast<int32_t>(k);
+  }
   if (options_.cache_words > 0) cache_ = std::make_shared<WordCache>();
   // Post-processor.
   if (options_.roberta_processing) {
@@ -646,27 +658,27 @@ void ByteLevelBpeTokenizer::split_added(std::string_view text, size_t begin, siz
   // tokenizers' AddedVocabulary::find_matches on text[begin, end): leftmost-longest matches;
   // lstrip takes the whitespace before a match (not past the previous match), rstrip the
   // whitespace after it; the search goes on after the match itself.
-  const std::vector<size_t>& set = normalized_pass ? normalized_ : non_normalized_;
+  const std::vector<TrieNode>& trie = trie_[normalized_pass ? 1 : 0];
   size_t start_offset = begin;
   size_t pos = begin;
-  while (pos < end && !set.empty()) {
+  while (pos < end && trie.size() > 1) {
     const BpeAddedToken* found = nullptr;
-    for (const size_t k : set) {  // longest first
-      const std::string& c = added_[k].content;
-      if (c.size() <= end - pos &&
-          static_cast<unsigned char>(c[0]) == static_cast<unsigned char>(text[pos]) &&
-          text.compare(pos, c.size(), c) == 0) {
-        found = &added_[k];
-        break;
-      }
+    size_t node = 0;
+    for (size_t i = pos; i < end; ++i) {  // the longest token that starts at pos
+      const auto byte = static_cast<unsigned char>(text[i]);
+      const auto& next = trie[node].next;
+      auto it =
+          std::find_if(next.begin(), next.end(), [&](const auto& e) { return e.first == byte; });
+      if (it == next.end()) break;
+      node = it->second;
+      if (trie[node].token >= 0) found = &added_[static_cast<size_t>(trie[node].token)];
     }
     if (!found) {
       ++pos;
       continue;
     }
     size_t start = pos, stop = pos + found->content.size();
-    if (found->lstrip)
-      start = std::max(start - trailing_space(text.substr(begin, start - begin)), start_offset);
+    if (found->lstrip) start -= trailing_space(text.substr(start_offset, start - start_offset));
     if (found->rstrip) stop += leading_space(text.substr(stop, end - stop));
     start = std::max(start, start_offset);
     if (start_offset < start) {

@@ -150,7 +150,11 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   std::vector<std::pair<std::string, std::string>> merges_;  // rank order, for save()
   std::unordered_map<uint64_t, MergeValue> merge_map_;
   std::vector<BpeAddedToken> added_;
-  std::vector<size_t> non_normalized_, normalized_;  // indices into added_, per pass
+  struct TrieNode {
+    std::vector<std::pair<unsigned char, uint32_t>> next;  // byte -> node
+    int32_t token = -1;                                    // index into added_ ending here
+  };
+  std::vector<TrieNode> trie_[2];  // added tokens with normalized false / true; [0] is the root
   BpeOptions options_;
   int32_t byte_ids_[256];  // id of each byte's symbol, -1 if not in the vocabulary
   int32_t unk_id_ = -1;    // the model's unk (options_.model_unk_token), -1 if none

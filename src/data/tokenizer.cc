@@ -31,11 +31,18 @@ void truncate_longest_first(std::vector<int32_t>& a, std::vector<int32_t>* b, si
 namespace {
 
 // Byte-level BPE (RoBERTa): tokenizer.json whose model.type is "BPE", else vocab.json + merges.txt
-// without vocab.txt. Any other tokenizer.json model type that no family handles gets one line.
+// without vocab.txt. Any other tokenizer.json model type that no family handles gets one line; a
+// tokenizer.json that cannot be read is left to WordPiece when vocab.txt is there (as before).
 std::unique_ptr<Tokenizer> load_byte_level_bpe(const fs::path& root) {
   const fs::path tj = root / "tokenizer.json";
   if (fs::exists(tj)) {
-    const std::string type = tokenizer_json_model_type(tj.string());
+    std::string type;
+    try {
+      type = tokenizer_json_model_type(tj.string());
+    } catch (const Error&) {
+      if (fs::exists(root / "vocab.txt")) return nullptr;
+      throw;
+    }
     if (type == "BPE")
       return std::make_unique<ByteLevelBpeTokenizer>(
           ByteLevelBpeTokenizer::from_folder(root.string()));
