@@ -15,6 +15,7 @@ quick=0
 
 scripts/setup.sh
 scripts/fetch_minilm.sh
+scripts/fetch_gpt2_bpe.sh  # GPT-2's real BPE vocabulary, for one slow tokenizer test
 scripts/fetch_oneccl.sh   # the oneCCL communicator is built and tested when present
 clang_format=$(scripts/fetch_clang_format.sh | tail -n 1)
 

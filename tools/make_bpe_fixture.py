@@ -25,6 +25,8 @@ Outputs (committed):
       each text without special tokens (ids_a, ids_b)
   tests/fixtures/bpe_glue_digest.json     FNV-1a 64 hashes of HF's ids over every row of every
       GLUE TSV in data/glue (per-1000-row block hashes name failing rows), and over every code point
+  tests/fixtures/bpe_gpt2_digest.json     the same GLUE hashes and one hash per hard text for
+      GPT-2's real vocabulary and 50,000 merges (scripts/fetch_gpt2_bpe.sh) under RobertaTokenizer
 
 --check-saved DIR [--setting NAME]: instead, load DIR (written by cpuft's ByteLevelBpeTokenizer::
 save) with AutoTokenizer and check that it gives the hard-case ids recorded for the setting.
@@ -333,14 +335,15 @@ def read_rows(path, header, columns):
     return [[line.split("\t")[c] for c in columns] for line in lines]
 
 
-def glue_digest():
+def glue_digest(toks=None):
     out = {"hash": "FNV-1a 64 over uint32 little-endian: per row, for each text column its ids "
                    "(no special tokens, no truncation) then 0xFFFFFFFF; then the encoding's "
                    f"input_ids (max_length {GLUE_MAX_LENGTH}) then 0xFFFFFFFE; then its "
                    "token_type_ids then 0xFFFFFFFD. 'hash' chains all rows; block_hashes[k] "
                    f"restarts at rows {BLOCK_ROWS}k..",
            "max_length": GLUE_MAX_LENGTH, "block_rows": BLOCK_ROWS, "files": []}
-    toks = {name: load_setting(name) for name in GLUE_SETTINGS}
+    if toks is None:
+        toks = {name: load_setting(name) for name in GLUE_SETTINGS}
     total_rows = 0
     for rel, header, columns in GLUE_FILES:
         rows = read_rows(os.path.join(ROOT, "data", "glue", rel), header, columns)
@@ -400,6 +403,31 @@ def codepoint_digest():
     return out
 
 
+# GPT-2's real vocabulary and merges (scripts/fetch_gpt2_bpe.sh) under RobertaTokenizer, every
+# named special token being GPT-2's only one.
+GPT2_CONFIG = {"tokenizer_class": "RobertaTokenizer", "add_prefix_space": False,
+               **{k: "<|endoftext|>" for k in ("bos_token", "eos_token", "unk_token", "sep_token",
+                                                "pad_token", "cls_token", "mask_token")}}
+
+
+def gpt2_digest(gpt2_dir):
+    d = tempfile.mkdtemp(prefix="cpuft_bpe_gpt2_")
+    for f in ("vocab.json", "merges.txt"):
+        shutil.copy(os.path.join(gpt2_dir, f), os.path.join(d, f))
+    write_json(os.path.join(d, "tokenizer_config.json"), GPT2_CONFIG)
+    tok = AutoTokenizer.from_pretrained(d)
+    shutil.rmtree(d)
+    out = glue_digest({"gpt2": tok})
+    out["tokenizer_config"] = GPT2_CONFIG
+    out["note"] = ("vocab.json and merges.txt from scripts/fetch_gpt2_bpe.sh; hard_texts: "
+                   "FNV-1a 64 of each hard text's ids (no special tokens), in the order of "
+                   "the list 'texts'")
+    out["texts"] = HARD_TEXTS
+    out["hard_text_hashes"] = [f"{fnv_update(FNV_OFFSET, plain_ids(tok, t)):016x}"
+                               for t in HARD_TEXTS]
+    return out
+
+
 def check_saved(saved_dir, setting):
     tok = AutoTokenizer.from_pretrained(saved_dir)
     n = bad = 0
@@ -423,9 +451,21 @@ def main():
     ap.add_argument("--setting", default="roberta")
     ap.add_argument("--no-train", action="store_true", help="keep the committed tokenizers")
     ap.add_argument("--no-digest", action="store_true", help="keep the committed GLUE digest")
+    ap.add_argument("--gpt2-dir", default=os.path.expanduser("~/.cache/cpuft/models/gpt2-bpe"),
+                    help="GPT-2's vocab.json + merges.txt (scripts/fetch_gpt2_bpe.sh)")
+    ap.add_argument("--gpt2-only", action="store_true", help="write only bpe_gpt2_digest.json")
     args = ap.parse_args()
     if args.check_saved:
         sys.exit(0 if check_saved(args.check_saved, args.setting) else 1)
+    if os.path.exists(os.path.join(args.gpt2_dir, "merges.txt")):
+        write_json(os.path.join(FIXTURES, "bpe_gpt2_digest.json"), gpt2_digest(args.gpt2_dir),
+                   indent=1)
+        print("wrote bpe_gpt2_digest.json")
+    else:
+        print(f"no GPT-2 vocabulary in {args.gpt2_dir} (scripts/fetch_gpt2_bpe.sh): "
+              "bpe_gpt2_digest.json left as it is")
+    if args.gpt2_only:
+        return
     if not args.no_train:
         os.makedirs(TOK_DIR, exist_ok=True)
         texts = glue_texts()

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -110,19 +111,20 @@ ByteLevelBpeTokenizer load_setting(const std::string& name) {
   return ByteLevelBpeTokenizer::from_folder(dir.path.string());
 }
 
-TEST(BpeGlue, EveryGlueRowMatchesHF) {
-  const json digest = json::parse(read_all(fixture_path("bpe_glue_digest.json")));
+// Every row of the digest's GLUE files through `tokenizer_of(setting)`; returns the rows compared.
+size_t check_glue_digest(
+    const json& digest,
+    const std::function<ByteLevelBpeTokenizer(const std::string&)>& tokenizer_of) {
   const int max_length = digest.at("max_length");
   const size_t block_rows = digest.at("block_rows");
-  size_t n_rows = 0, n_files = 0;
+  size_t n_rows = 0;
   for (const json& file : digest.at("files")) {
     const std::string rel = file.at("path");
     const auto rows = read_rows(glue_dir() + "/" + rel, file.at("header"), file.at("columns"));
-    ASSERT_EQ(rows.size(), file.at("rows").get<size_t>()) << rel;
+    EXPECT_EQ(rows.size(), file.at("rows").get<size_t>()) << rel;
     n_rows += rows.size();
-    ++n_files;
     for (const auto& [name, want] : file.at("settings").items()) {
-      const ByteLevelBpeTokenizer tok = load_setting(name);
+      const ByteLevelBpeTokenizer tok = tokenizer_of(name);
       uint64_t h = kFnvOffset, block = kFnvOffset;
       size_t n_tokens = 0;
       std::vector<std::string> blocks;
@@ -158,9 +160,78 @@ TEST(BpeGlue, EveryGlueRowMatchesHF) {
       }
     }
   }
-  std::printf("%zu GLUE files, %zu rows compared with HF (2 settings each)\n", n_files, n_rows);
   EXPECT_EQ(n_rows, digest.at("total_rows").get<size_t>());
-  EXPECT_EQ(n_files, 15u);
+  EXPECT_EQ(digest.at("files").size(), 15u);
+  return n_rows;
+}
+
+TEST(BpeGlue, EveryGlueRowMatchesHF) {
+  const json digest = json::parse(read_all(fixture_path("bpe_glue_digest.json")));
+  const size_t n_rows = check_glue_digest(digest, load_setting);
+  std::printf("15 GLUE files, %zu rows compared with HF (settings roberta, roberta_prefix)\n",
+              n_rows);
+}
+
+// GPT-2's real vocabulary and 50,000 merges (the merges of roberta-base) under RobertaTokenizer,
+// when scripts/fetch_gpt2_bpe.sh has put them in CPUFT_GPT2_BPE_DIR (default
+// ~/.cache/cpuft/models/gpt2-bpe): every GLUE row and every hard text against HF.
+TEST(BpeGlue, RealGpt2VocabularyMatchesHF) {
+  const char* env = std::getenv("CPUFT_GPT2_BPE_DIR");
+  const char* home = std::getenv("HOME");
+  const fs::path src = env && *env
+                           ? fs::path(env)
+                           : fs::path(home ? home : "/root") / ".cache/cpuft/models/gpt2-bpe";
+  if (!fs::exists(src / "vocab.json") || !fs::exists(src / "merges.txt"))
+    GTEST_SKIP() << "GPT-2's vocab.json + merges.txt not in " << src
+                 << " (scripts/fetch_gpt2_bpe.sh fetches them)";
+  const json digest = json::parse(read_all(fixture_path("bpe_gpt2_digest.json")));
+  const fs::path dir = fs::temp_directory_path() / ("cpuft_bpe_gpt2_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"vocab.json", "merges.txt"}) fs::copy_file(src / f, dir / f);
+  std::ofstream(dir / "tokenizer_config.json") << digest.at("tokenizer_config").dump();
+  const ByteLevelBpeTokenizer tok = ByteLevelBpeTokenizer::from_folder(dir.string());
+  fs::remove_all(dir);
+  EXPECT_EQ(tok.vocab_size(), 50257);
+  const size_t n_rows = check_glue_digest(digest, [&](const std::string&) { return tok; });
+  const auto texts = digest.at("texts").get<std::vector<std::string>>();
+  const auto want = digest.at("hard_text_hashes").get<std::vector<std::string>>();
+  ASSERT_EQ(texts.size(), want.size());
+  for (size_t k = 0; k < texts.size(); ++k) {
+    const std::vector<int32_t> ids = tok.tokenize(texts[k]);
+    uint64_t g = kFnvOffset;  // the ids alone, no separator
+    for (const int32_t id : ids) {
+      for (int b = 0; b < 4; ++b) {
+        g ^= (static_cast<uint32_t>(id) >> (8 * b)) & 0xFF;
+        g *= kFnvPrime;
+      }
+    }
+    EXPECT_EQ(hex(g), want[k]) << "hard text " << k << ": " << ::testing::PrintToString(texts[k]);
+  }
+  // Speed at roberta-base's scale: MRPC train, one thread, without and with the word cache.
+  const auto rows = read_rows(glue_dir() + "/MRPC/train.tsv", true, {3, 4});
+  ByteLevelBpeTokenizer timed = tok;
+  for (const size_t cache : {size_t{0}, size_t{10000}}) {
+    timed.set_cache_words(cache);
+    double best = 1e9;
+    size_t tokens = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+      tokens = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (const auto& r : rows)
+        for (const std::string& t : r) tokens += timed.tokenize(t).size();
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf(
+        "MRPC train (GPT-2 vocabulary, 1 thread, best of 3, word cache %zu): %zu tokens "
+        "in %.4f s: %.0f tokens/s\n",
+        cache, tokens, best, static_cast<double>(tokens) / best);
+  }
+  std::printf(
+      "GPT-2 vocabulary (50,257 tokens, 50,000 merges): %zu GLUE rows and %zu hard texts "
+      "compared with HF\n",
+      n_rows, texts.size());
 }
 
 // Every code point through the whole pipeline: checks the regex classes of byte_level_tables.cc
