@@ -527,7 +527,13 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocab vocab, const Merges& merges,
   // model otherwise); a pair listed twice keeps its last rank.
   const std::string& merges_where = merges_where_arg.empty() ? where : merges_where_arg;
   CPUFT_REQUIRE(merges.size() < (size_t{1} << 31), merges_where, ": too many merges");
-  merge_map_.reserve(merges.size());
+  // Open addressing, linear probing, at most half full: the pair lookups are most of the BPE time.
+  size_t slots = 16;
+  while (slots < 2 * merges.size()) slots *= 2;
+  merge_keys_.assign(slots, kNoPair);
+  merge_values_.assign(slots, MergeValue{0, 0});
+  merge_shift_ = 64;
+  for (size_t n = slots; n > 1; n /= 2) --merge_shift_;
   merges_ = merges;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
@@ -541,7 +547,10 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocab vocab, const Merges& merges,
                   a, b, "' is not in the vocabulary");
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(ia->second)) << 32) |
                          static_cast<uint32_t>(ib->second);
-    merge_map_.insert_or_assign(key, MergeValue{static_cast<uint32_t>(rank), iab->second});
+    size_t i = merge_slot(key);
+    while (merge_keys_[i] != kNoPair && merge_keys_[i] != key) i = (i + 1) & (slots - 1);
+    merge_keys_[i] = key;  // a pair listed again takes its later rank
+    merge_values_[i] = MergeValue{static_cast<uint32_t>(rank), iab->second};
   }
   for (int b = 0; b < 256; ++b) {
     auto it = vocab_.find(byte_symbols()[b]);
@@ -816,10 +825,14 @@ void ByteLevelBpeTokenizer::bpe_word(std::string_view word, std::vector<int32_t>
     }
   }
   if (unk_len > 0) add(unk_id_, unk_len);
+  const size_t mask = merge_keys_.size() - 1;
   auto find_merge = [&](int32_t a, int32_t b) -> const MergeValue* {
-    auto it = merge_map_.find((static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) |
-                              static_cast<uint32_t>(b));
-    return it == merge_map_.end() ? nullptr : &it->second;
+    const uint64_t key =
+        (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+    for (size_t i = merge_slot(key);; i = (i + 1) & mask) {
+      if (merge_keys_[i] == key) return &merge_values_[i];
+      if (merge_keys_[i] == kNoPair) return nullptr;
+    }
   };
   auto push = [&](int32_t pos) {
     const Symbol& s = sym[static_cast<size_t>(pos)];

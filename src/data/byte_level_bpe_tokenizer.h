@@ -148,7 +148,14 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
 
   IdMap vocab_;
   std::vector<std::pair<std::string, std::string>> merges_;  // rank order, for save()
-  std::unordered_map<uint64_t, MergeValue> merge_map_;
+  // (left id << 32 | right id) -> rank and merged id, an open-addressing table.
+  static constexpr uint64_t kNoPair = ~uint64_t{0};  // ids are below 2^31: no pair has this key
+  size_t merge_slot(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> merge_shift_);
+  }
+  std::vector<uint64_t> merge_keys_;
+  std::vector<MergeValue> merge_values_;
+  int merge_shift_ = 60;
   std::vector<BpeAddedToken> added_;
   struct TrieNode {
     std::vector<std::pair<unsigned char, uint32_t>> next;  // byte -> node
