@@ -14,7 +14,8 @@ tests/fixtures/tokenizers/bpe_partial/, whose tokenizer.json is a plain tokenize
 token, fuse_unk, add_prefix_space, a TemplateProcessing with type ids) loaded as written.
 
 Settings (tests/fixtures/tokenizers/bpe_settings.json): each names a fixture folder, the files
-taken from it and, optionally, the tokenizer_config.json to write instead of the folder's; both
+taken from it and, optionally, the tokenizer_config.json to write instead of the folder's and the
+pre_tokenizer to put in its tokenizer.json; both
 this script and the C++ tests build the same temporary folder for a setting, and the HF side loads
 it as users do, AutoTokenizer.from_pretrained(folder).
 
@@ -70,6 +71,15 @@ SETTINGS = {
     # The same vocabulary's tokenizer.json used as written (PreTrainedTokenizerFast): unk token,
     # fuse_unk, add_prefix_space, TemplateProcessing with type ids, an added non-special token.
     "partial_generic": {"folder": PARTIAL, "files": ["tokenizer.json", "tokenizer_config.json"]},
+    # The same with the pre-tokenizer replaced: ByteLevel without the split pattern (each piece
+    # between added tokens is one word) and without add_prefix_space.
+    "partial_no_regex": {"folder": PARTIAL, "files": ["tokenizer.json", "tokenizer_config.json"],
+                         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
+                                           "trim_offsets": True, "use_regex": False}},
+    # The RoBERTa tokenizer.json used as written (PreTrainedTokenizerFast): its RobertaProcessing
+    # and added tokens, no named special tokens in the configuration.
+    "roberta_as_written": {"folder": MAIN, "files": ["tokenizer.json"],
+                           "tokenizer_config": {"tokenizer_class": "PreTrainedTokenizerFast"}},
 }
 GLUE_SETTINGS = ["roberta", "roberta_prefix"]
 
@@ -249,6 +259,13 @@ def setting_folder(name):
         shutil.copy(os.path.join(TOK_DIR, s["folder"], f), os.path.join(d, f))
     if "tokenizer_config" in s:
         write_json(os.path.join(d, "tokenizer_config.json"), s["tokenizer_config"])
+    if "pre_tokenizer" in s:
+        path = os.path.join(d, "tokenizer.json")
+        with open(path, encoding="utf-8") as f:
+            tj = json.load(f)
+        tj["pre_tokenizer"] = s["pre_tokenizer"]
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(tj, f, ensure_ascii=False)
     return d
 
 
@@ -277,6 +294,8 @@ def hard_cases():
     for name in SETTINGS:
         tok = load_setting(name)
         for text in HARD_TEXTS:
+            if name != "roberta" and len(text) > 200:  # the long texts once, to keep the file small
+                continue
             ids, types = encode(tok, text, None, None)
             cases.append({"setting": name, "a": text, "max_length": None,
                           "ids_a": plain_ids(tok, text), "input_ids": ids,
@@ -457,7 +476,9 @@ def main():
     args = ap.parse_args()
     if args.check_saved:
         sys.exit(0 if check_saved(args.check_saved, args.setting) else 1)
-    if os.path.exists(os.path.join(args.gpt2_dir, "merges.txt")):
+    if args.no_digest and not args.gpt2_only:
+        pass
+    elif os.path.exists(os.path.join(args.gpt2_dir, "merges.txt")):
         write_json(os.path.join(FIXTURES, "bpe_gpt2_digest.json"), gpt2_digest(args.gpt2_dir),
                    indent=1)
         print("wrote bpe_gpt2_digest.json")

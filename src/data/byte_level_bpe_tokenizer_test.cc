@@ -80,6 +80,11 @@ void build_setting(const std::string& name, const fs::path& dir) {
   if (s.contains("tokenizer_config")) {
     write_all(dir / "tokenizer_config.json", s.at("tokenizer_config").dump(2));
   }
+  if (s.contains("pre_tokenizer")) {
+    json tj = json::parse(read_all(dir / "tokenizer.json"));
+    tj["pre_tokenizer"] = s.at("pre_tokenizer");
+    write_all(dir / "tokenizer.json", tj.dump());
+  }
 }
 
 struct Case {
