@@ -326,6 +326,13 @@ TEST(ByteLevelBpe, MergesByRank) {
   EXPECT_EQ(ByteLevelBpeTokenizer(vocab, {}, {}, unk).tokenize("accb"),
             (std::vector<int32_t>{5, 2, 6}));
   EXPECT_EQ(drop.vocab_size(), 11);
+  // ignore_merges: a word found whole in the vocabulary is one token, merges or not.
+  BpeOptions whole = opt;
+  whole.ignore_merges = true;
+  EXPECT_EQ(ByteLevelBpeTokenizer(vocab, {{"a", "a"}}, {}, opt).tokenize("aaa"),
+            (std::vector<int32_t>{9, 5}));
+  EXPECT_EQ(ByteLevelBpeTokenizer(vocab, {{"a", "a"}}, {}, whole).tokenize("aaa"),
+            (std::vector<int32_t>{10}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -410,6 +417,8 @@ TEST(ByteLevelBpeFolder, BadTokenizerJson) {
       {[](json& j) { j["added_tokens"][0]["lstrip"] = "no"; },
        "'added_tokens[0].lstrip' must be true or false"},
       {[](json& j) { j["added_tokens"][0]["id"] = 1e30; }, "'added_tokens[0].id' must be"},
+      {[](json& j) { j["added_tokens"][4]["single_word"] = true; },
+       "added token '<mask>': single_word is not supported"},
       {[](json& j) { j["added_tokens"][4]["id"] = 77; },
        "added token '<mask>' has id 77 but the vocabulary gives it 5000"},
       {[](json& j) {
