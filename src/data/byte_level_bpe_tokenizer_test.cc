@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "data/byte_level_tables.h"
 #include "data/tokenizer_test_util.h"
+#include "data/wordpiece_tokenizer.h"
 
 namespace cpuft {
 namespace {
@@ -446,6 +447,33 @@ TEST(ByteLevelBpeFolder, BadTokenizerJson) {
   TempDir empty;
   EXPECT_NE(message_of([&] { load_tokenizer(empty.path.string()); }).find("no tokenizer found"),
             std::string::npos);
+}
+
+// load_tokenizer() still gives WordPiece for vocab.txt folders, with or without a tokenizer.json
+// (a WordPiece one, or one it cannot read), and BPE only for model.type "BPE" / vocab.json.
+TEST(ByteLevelBpeFolder, LoaderKeepsWordPieceFolders) {
+  auto is_wordpiece = [](const fs::path& dir) {
+    const std::unique_ptr<Tokenizer> t = load_tokenizer(dir.string());
+    return dynamic_cast<const WordPieceTokenizer*>(t.get()) != nullptr;
+  };
+  TempDir dir;
+  fs::copy_file(cpuft::testing::vocab_path("bert-base-uncased-vocab.txt"), dir.path / "vocab.txt");
+  EXPECT_TRUE(is_wordpiece(dir.path));
+  write_all(dir.path / "tokenizer.json", "not json");
+  EXPECT_TRUE(is_wordpiece(dir.path));
+  write_all(dir.path / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
+  EXPECT_TRUE(is_wordpiece(dir.path));
+  const std::string minilm = cpuft::testing::minilm_dir();
+  if (fs::exists(fs::path(minilm) / "tokenizer.json")) {
+    EXPECT_TRUE(is_wordpiece(minilm));
+  }
+  // vocab.json + merges.txt beside vocab.txt: vocab.txt wins, as before.
+  fs::remove(dir.path / "tokenizer.json");
+  for (const char* f : {"vocab.json", "merges.txt"})
+    fs::copy_file(tokenizers_dir() / "roberta_bpe" / f, dir.path / f);
+  EXPECT_TRUE(is_wordpiece(dir.path));
+  fs::remove(dir.path / "vocab.txt");
+  EXPECT_FALSE(is_wordpiece(dir.path));
 }
 
 }  // namespace
