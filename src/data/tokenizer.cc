@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "data/byte_level_bpe_tokenizer.h"
 #include "data/unigram_tokenizer.h"
 #include "data/wordpiece_tokenizer.h"
 
@@ -28,14 +29,48 @@ void truncate_longest_first(std::vector<int32_t>& a, std::vector<int32_t>* b, si
   b->resize(std::min(b->size(), a_shorter ? n_long : n_short));
 }
 
+namespace {
+
+// Byte-level BPE (RoBERTa): tokenizer.json whose model.type is "BPE", else vocab.json + merges.txt
+// without vocab.txt. Any other tokenizer.json model type that no family handles gets one line; a
+// tokenizer.json that cannot be read is left to WordPiece when vocab.txt is there (as before).
+std::unique_ptr<Tokenizer> load_byte_level_bpe(const fs::path& root) {
+  const fs::path tj = root / "tokenizer.json";
+  if (fs::exists(tj)) {
+    std::string type;
+    try {
+      type = tokenizer_json_model_type(tj.string());
+    } catch (const Error&) {
+      if (fs::exists(root / "vocab.txt")) return nullptr;
+      throw;
+    }
+    if (type == "BPE")
+      return std::make_unique<ByteLevelBpeTokenizer>(
+          ByteLevelBpeTokenizer::from_folder(root.string()));
+    CPUFT_REQUIRE(type == "WordPiece", tj.string(), ": 'model.type' \"", type,
+                  "\" is not supported (cpuft handles WordPiece and BPE)");
+    return nullptr;
+  }
+  if (fs::exists(root / "vocab.json") && fs::exists(root / "merges.txt") &&
+      !fs::exists(root / "vocab.txt"))
+    return std::make_unique<ByteLevelBpeTokenizer>(
+        ByteLevelBpeTokenizer::from_folder(root.string()));
+  return nullptr;
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   const fs::path root(dir);
   CPUFT_REQUIRE(fs::is_directory(root), dir, ": not a directory");
   if (UnigramTokenizer::handles_folder(dir))  // SentencePiece Unigram (XLM-R)
     return std::make_unique<UnigramTokenizer>(UnigramTokenizer::from_folder(dir));
+  if (auto bpe = load_byte_level_bpe(root)) return bpe;
   if (fs::exists(root / "vocab.txt") || fs::exists(root / "tokenizer.json"))
     return std::make_unique<WordPieceTokenizer>(WordPieceTokenizer::from_folder(dir));
-  throw Error(str(dir, ": no tokenizer found (looked for tokenizer.json and vocab.txt)"));
+  throw Error(str(dir,
+                  ": no tokenizer found (looked for tokenizer.json, vocab.txt, vocab.json + "
+                  "merges.txt, sentencepiece.bpe.model)"));
 }
 
 }  // namespace cpuft

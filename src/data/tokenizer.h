@@ -1,7 +1,7 @@
 // Tokenizer: what every tokenizer family gives the trainer, and the loader that picks the family
 // from a Hugging Face folder.
 //
-// A family (WordPiece today; byte-level BPE for RoBERTa, SentencePiece Unigram for XLM-RoBERTa)
+// A family (WordPiece, byte-level BPE for RoBERTa; SentencePiece Unigram for XLM-RoBERTa to come)
 // implements tokenize/encode with the ids of Hugging Face's fast tokenizer for the same folder,
 // and save() writes files from which transformers' AutoTokenizer gives the same ids again.
 #pragma once
@@ -53,9 +53,9 @@ class Tokenizer {
 void truncate_longest_first(std::vector<int32_t>& a, std::vector<int32_t>* b, size_t budget);
 
 // Reads the tokenizer of a Hugging Face folder, choosing the family from tokenizer.json's model
-// section when the folder has one, else from the files present (vocab.txt: WordPiece). Errors name
-// the file and field; a folder with no tokenizer the loader knows gets one line listing what it
-// looked for.
+// section when the folder has one ("WordPiece", "BPE"), else from the files present (vocab.txt:
+// WordPiece; vocab.json + merges.txt: byte-level BPE). Errors name the file and field; a folder
+// with no tokenizer the loader knows gets one line listing what it looked for.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
 
 }  // namespace cpuft

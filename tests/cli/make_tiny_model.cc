@@ -8,6 +8,7 @@
 // (golden_tiny_<F>_cls); --vocab_size V grows the word table to V rows (small random rows), for a
 // tokenizer with more tokens than the fixture's 99; --tokenizer DIR copies DIR's files instead of
 // writing the WordPiece vocab.txt.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -91,11 +92,13 @@ int main(int argc, char** argv) {
       data.push_back(fixture.read_f32(t.name));
       std::vector<int64_t> shape = t.shape;
       if (name.ends_with("embeddings.word_embeddings.weight") && vocab_size > shape[0]) {
-        // New rows: small deterministic values, as a fresh embedding's scale.
+        // New rows: deterministic values of the config's initializer_range scale (uniform with
+        // that standard deviation), like the fixture's own rows.
+        const float scale = std::sqrt(3.0f) * config.value("initializer_range", 0.02f);
         const size_t old_size = data.back().size();
         data.back().resize(static_cast<size_t>(vocab_size * shape[1]));
         for (size_t i = old_size; i < data.back().size(); ++i)
-          data.back()[i] = 0.02f *
+          data.back()[i] = scale *
                            static_cast<float>(static_cast<int64_t>(i * 2654435761u % 2001) - 1000) /
                            1000.0f;
         shape[0] = vocab_size;
