@@ -339,11 +339,12 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, Tokenizer
       {&options_.sep_token, "sep_token"},
       {&options_.pad_token, "pad_token"},
       {&options_.mask_token, "mask_token"}};
-  for (const auto& [token, what] : specials) {
-    const int32_t id = require_id(*token, what);
+  for (const auto& special : specials) {
+    const std::string& token = *special.first;
+    const int32_t id = require_id(token, special.second);
     if (std::none_of(p.added_tokens.begin(), p.added_tokens.end(),
-                     [&](const AddedToken& t) { return t.content == *token; })) {
-      p.added_tokens.push_back({*token, id, true, false, false, false, false});
+                     [&](const AddedToken& t) { return t.content == token; })) {
+      p.added_tokens.push_back({token, id, true, false, false, false, false});
     }
   }
   const int32_t cls = require_id(options_.cls_token, "cls_token");
@@ -484,7 +485,15 @@ void WordPieceTokenizer::build_matcher(Matcher& m, bool normalized) {
     m.text.push_back(text);
     m.index.push_back(static_cast<int32_t>(k));
   }
-  for (uint32_t i = 0; i < m.text.size(); ++i) m.by_first[m.text[i][0]].push_back(i);
+  for (uint32_t i = 0; i < m.text.size(); ++i) {
+    const char32_t c = m.text[i][0];
+    m.by_first[c].push_back(i);
+    if (c < 128) {
+      m.ascii_first[c] = true;
+    } else {
+      m.non_ascii_first = true;
+    }
+  }
   for (auto& [c, list] : m.by_first) {
     std::stable_sort(list.begin(), list.end(),
                      [&](uint32_t a, uint32_t b) { return m.text[a].size() > m.text[b].size(); });
@@ -499,6 +508,10 @@ void WordPieceTokenizer::split_added(
   // again); lstrip/rstrip widen a match over the whitespace beside it.
   size_t start_offset = begin, i = begin;
   while (i < end) {
+    if (s[i] < 128 ? !m.ascii_first[s[i]] : !m.non_ascii_first) {  // the common case, fast
+      ++i;
+      continue;
+    }
     const auto it = m.by_first.find(s[i]);
     if (it == m.by_first.end()) {
       ++i;

@@ -58,6 +58,7 @@
 //   - What cannot be expressed is refused with one line naming the file and the field.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -204,6 +205,8 @@ class WordPieceTokenizer final : public Tokenizer {
     std::vector<std::u32string> text;
     std::vector<int32_t> index;                                    // into pipeline_.added_tokens
     std::unordered_map<char32_t, std::vector<uint32_t>> by_first;  // longest first
+    std::array<bool, 128> ascii_first{};  // some token starts with this ASCII character
+    bool non_ascii_first = false;         // some token starts with a non-ASCII character
     bool empty() const { return text.empty(); }
   };
 
