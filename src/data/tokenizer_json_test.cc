@@ -194,6 +194,12 @@ TEST(TokenizerJson, WhichFileWins) {
       // The one deliberate difference: documented, and real (transformers does differ here).
       EXPECT_NE(c["transformers"]["input_ids"], c["tokenizers"]["input_ids"]) << c["name"];
       EXPECT_FALSE(t.options().do_lower_case) << c["name"];
+      // ... and the saved folder says so, so that transformers reloads it cased.
+      TempDir saved;
+      t.save(saved.path.string());
+      EXPECT_EQ(json::parse(read_text(saved.path / "tokenizer_config.json"))["do_lower_case"],
+                false)
+          << c["name"];
       ++n_tokenizers;
     }
     ++n;
