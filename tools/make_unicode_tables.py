@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "src", "data", "unicode_tables.cc")
 
 # Flags of the range table (must match unicode_tables.h).
-DROP, SPACE, PUNCT, MN = 1, 2, 4, 8
+DROP, SPACE, PUNCT, MN, WHITE, CMARK, WORD = 1, 2, 4, 8, 16, 32, 64
 
 HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
 ALL = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
@@ -46,6 +46,16 @@ def py_tables():
             f |= PUNCT
         if cat == "Mn":
             f |= MN
+        # Rust's char::is_whitespace (WhitespaceSplit, BertPreTokenizer), before any clean_text.
+        if cat in ("Zs", "Zl", "Zp") or c in (9, 10, 11, 12, 13, 0x85):
+            f |= WHITE
+        # unicode-normalization's is_combining_mark (the StripAccents normalizer): category M*.
+        if cat[0] == "M":
+            f |= CMARK
+        # The regex crate's Unicode \w (the Whitespace pre-tokenizer, single_word added tokens):
+        # Alphabetic, marks, decimal digits, connector punctuation, joiners.
+        if cat[0] in "LM" or cat in ("Nd", "Nl", "Pc") or c in (0x200C, 0x200D):
+            f |= WORD
         if f:
             flags[c] = f
         lo = ch.lower()  # one char alone: no final-sigma context, like char::to_lowercase
@@ -77,7 +87,11 @@ def apply_hf(flags, lower, nfd, ccc, notes):
     low = normalizers.BertNormalizer(clean_text=False, handle_chinese_chars=False,
                                      strip_accents=False, lowercase=True)
     pre = pre_tokenizers.BertPreTokenizer()
-    counts = {"clean": 0, "punct": 0, "mn": 0, "nfd": 0, "lower": 0}
+    white_split = pre_tokenizers.WhitespaceSplit()
+    word_split = pre_tokenizers.Whitespace()
+    strip_marks = normalizers.StripAccents()
+    counts = {"clean": 0, "punct": 0, "mn": 0, "nfd": 0, "lower": 0, "white": 0, "cmark": 0,
+              "word": 0}
     hf_strip = {}
     for c in ALL:
         ch = chr(c)
@@ -87,11 +101,27 @@ def apply_hf(flags, lower, nfd, ccc, notes):
         if hf != f & (DROP | SPACE):
             counts["clean"] += 1
             f = (f & ~(DROP | SPACE)) | hf
-        if not f & (DROP | SPACE):
+        # The pre-tokenizers see the text as the normalizer left it, which need not have been
+        # cleaned (clean_text false, or no BertNormalizer): every code point is checked.
+        hw = len(white_split.pre_tokenize_str("a" + ch + "a")) == 2
+        if hw != bool(f & WHITE):
+            counts["white"] += 1
+            f ^= WHITE
+        if not f & WHITE:
             hp = len(pre.pre_tokenize_str("a" + ch + "a")) == 3
             if hp != bool(f & PUNCT):
                 counts["punct"] += 1
                 f ^= PUNCT
+        n_words = len(word_split.pre_tokenize_str("a" + ch + "a"))
+        if (n_words == 2) != bool(f & WHITE):
+            sys.exit(f"U+{c:04X}: the regex \\s of Whitespace and char::is_whitespace disagree")
+        if (n_words == 1) != bool(f & WORD):
+            counts["word"] += 1
+            f ^= WORD
+        hc = strip_marks.normalize_str(ch) == ""
+        if hc != bool(f & CMARK):
+            counts["cmark"] += 1
+            f ^= CMARK
         s = strip.normalize_str(ch)
         hf_strip[c] = [ord(x) for x in s]
         if c not in nfd and not HANGUL_FIRST <= c <= HANGUL_LAST:

@@ -15,6 +15,10 @@ enum Flag : std::uint8_t {
   kSpace = 2,  // whitespace: becomes ' ' in clean_text, splits words in BertPreTokenizer
   kPunct = 4,  // BertPreTokenizer punctuation: ASCII punctuation or category P*
   kMark = 8,   // nonspacing mark (Mn): removed by strip_accents after NFD
+  // Properties of the raw text (before clean_text), for pipelines read from tokenizer.json:
+  kWhite = 16,          // char::is_whitespace (and regex \s): WhitespaceSplit, BertPreTokenizer
+  kCombiningMark = 32,  // category M*: removed by the StripAccents normalizer
+  kWord = 64,           // regex \w: the Whitespace pre-tokenizer, single_word added tokens
 };
 
 struct FlagRange {

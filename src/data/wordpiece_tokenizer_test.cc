@@ -1,7 +1,6 @@
 #include "data/wordpiece_tokenizer.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,8 +17,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using cpuft::testing::message_of;
 using cpuft::testing::minilm_dir;
 using cpuft::testing::source_dir;
+using cpuft::testing::TempDir;
 using cpuft::testing::vocab_path;
 
 std::vector<std::string> read_lines(const std::string& path) {
@@ -27,31 +28,6 @@ std::vector<std::string> read_lines(const std::string& path) {
   std::vector<std::string> out;
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
-}
-
-// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("cpuft_tok_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no cpuft::Error thrown>";
 }
 
 // A small vocabulary for rules that do not need HF's.

@@ -253,17 +253,38 @@ int64_t TensorInfo::numel() const {
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(str(path, ": cannot open: ", errno_text(errno)));
-  // Size the buffer from fstat plus one byte, so a regular file is read without reallocation and
-  // its end is seen by a read returning 0. Keep reading to end of file (not just st_size bytes),
-  // doubling the buffer, so that pipes and growing files also work.
   struct stat st {};
-  std::size_t initial = std::size_t{1} << 16;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    initial = static_cast<std::size_t>(st.st_size) + 1;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw Error(str(path, ": cannot stat: ", errno_text(err)));
   }
-  std::vector<std::byte> bytes(initial);
+  // Only regular files: a FIFO or a device (/dev/zero) may never end, a directory is no file.
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(str(path, ": not a regular file",
+                    S_ISDIR(st.st_mode)                          ? " (a directory)"
+                    : S_ISFIFO(st.st_mode)                       ? " (a FIFO)"
+                    : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? " (a device)"
+                                                                 : ""));
+  }
+  // The whole file is read into memory: one bigger than the machine's memory cannot be loaded.
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 &&
+      static_cast<uint64_t>(st.st_size) / static_cast<uint64_t>(page) >
+          static_cast<uint64_t>(pages)) {
+    ::close(fd);
+    throw Error(str(path, ": ", st.st_size, " bytes, more than this machine's memory (",
+                    static_cast<uint64_t>(pages) * static_cast<uint64_t>(page), " bytes)"));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // Size the buffer from fstat plus one byte, so the file is read without reallocation and its
+  // end is seen by a read returning 0. Keep reading to end of file (not just st_size bytes),
+  // doubling the buffer, so that a file that grows meanwhile is still read whole.
+  std::vector<std::byte> bytes(static_cast<std::size_t>(st.st_size) + 1);
   std::size_t used = 0;
   for (;;) {
     if (used == bytes.size()) bytes.resize(2 * bytes.size());

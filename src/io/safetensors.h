@@ -35,7 +35,9 @@ struct TensorInfo {
 
 class SafetensorsFile {
  public:
-  // Reads and validates the whole file. `path` also names the file in error messages.
+  // Reads and validates the whole file. `path` also names the file in error messages. Only regular
+  // files no larger than the machine's memory are read (a FIFO, a device or a directory is
+  // refused without blocking).
   static SafetensorsFile open(const std::string& path);
   // Validates an in-memory image of a file (used by the fuzzer and tests); `label` names it in
   // errors.

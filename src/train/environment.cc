@@ -7,7 +7,9 @@
 
 #include "gemm/matmul_plan.h"
 #include "io/hf_checkpoint.h"
+#include "io/weight_files.h"
 #include "kernels/kernels.h"
+#include "model/family.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
 #include "train/distributed.h"
@@ -45,12 +47,13 @@ void print_model_summary(const std::string& dir) {
   const ModelConfig config = load_model_config((root / "config.json").string());
   const ParamLayout layout(config);
   std::vector<float> params(static_cast<size_t>(layout.total_floats()));
-  const LoadReport report = load_hf_weights(
-      SafetensorsFile::open((root / "model.safetensors").string()), layout, config, params.data());
+  const LoadReport report =
+      load_hf_weights(open_weight_files(root.string()), layout, config, params.data());
   int64_t count = 0;
   for (const ParamSpec& spec : layout.specs()) count += spec.numel;
-  std::printf("%s: BERT, %lld layers, hidden %lld, %lld heads, FFN %lld, vocab %lld, %lld labels\n",
-              dir.c_str(), static_cast<long long>(config.num_hidden_layers),
+  std::printf("%s: %s, %lld layers, hidden %lld, %lld heads, FFN %lld, vocab %lld, %lld labels\n",
+              dir.c_str(), family_spec(config.family).model_type,
+              static_cast<long long>(config.num_hidden_layers),
               static_cast<long long>(config.hidden_size),
               static_cast<long long>(config.num_attention_heads),
               static_cast<long long>(config.intermediate_size),

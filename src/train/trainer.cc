@@ -15,6 +15,7 @@
 #include "core/fp_env.h"
 #include "core/timer.h"
 #include "io/hf_checkpoint.h"
+#include "io/weight_files.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 #include "step/train_step.h"
@@ -93,18 +94,23 @@ void Trainer::prepare() {
   s.layout = std::make_unique<ParamLayout>(s.model_config);
   s.params = AlignedBuffer<float>(static_cast<size_t>(s.layout->total_floats()));
   s.grads = AlignedBuffer<float>(static_cast<size_t>(s.layout->total_floats()));
-  const fs::path weights = model_dir / "model.safetensors";
-  CPUFT_REQUIRE(fs::exists(weights), weights.string(),
-                ": missing (cpuft reads safetensors weights)");
   {
-    const SafetensorsFile file = SafetensorsFile::open(weights.string());
-    if (const TensorInfo* head = file.find("classifier.weight"))
-      CPUFT_REQUIRE(head->shape.size() == 2 && head->shape[0] == task_labels, weights.string(),
-                    ": the model's classifier has ", head->shape.empty() ? 0 : head->shape[0],
-                    " labels but task ", s.task.task_name.empty() ? "data" : s.task.task_name,
-                    " has ", task_labels);
+    // model.safetensors or the shards of its index; pickles refused with the conversion command.
+    const std::vector<SafetensorsFile> files = open_weight_files(c.model_name_or_path);
+    // The head's output layer ("classifier.weight", "classifier.out_proj.weight") must have the
+    // task's labels, if the checkpoint has one.
+    std::string head_out_name;
+    for (const ParamSpec& spec : s.layout->specs())
+      if (spec.layer == classifier_layer(s.model_config) && spec.kind == ParamKind::matrix)
+        head_out_name = spec.name;
+    for (const SafetensorsFile& file : files)
+      if (const TensorInfo* head = file.find(head_out_name))
+        CPUFT_REQUIRE(head->shape.size() == 2 && head->shape[0] == task_labels, file.label(),
+                      ": the model's classifier has ", head->shape.empty() ? 0 : head->shape[0],
+                      " labels but task ", s.task.task_name.empty() ? "data" : s.task.task_name,
+                      " has ", task_labels);
     const LoadReport report =
-        load_hf_weights(file, *s.layout, s.model_config, s.params.data(), LoadOptions{"", c.seed});
+        load_hf_weights(files, *s.layout, s.model_config, s.params.data(), LoadOptions{"", c.seed});
     for (const std::string& name : report.initialised)
       s.print("newly initialised (not in the checkpoint): " + name);
   }

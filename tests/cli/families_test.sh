@@ -90,5 +90,23 @@ if [ -d "$fixtures/tokenizers/xlmr_unigram" ]; then
     --tokenizer "$fixtures/tokenizers/xlmr_unigram" --vocab_size 9000
 fi
 
+# Weights as hubs ship them: a sharded checkpoint loads; a folder of pickles is refused in one line
+# with the conversion command.
+if "$cpuft" inspect "$fixtures/sharded_tiny" >"$work/sharded.log" 2>&1 &&
+    grep -q "parameters: 5843 in 41 tensors" "$work/sharded.log"; then
+  pass
+else
+  fail "sharded checkpoint: $(tail -1 "$work/sharded.log")"
+fi
+mkdir -p "$work/pickled"
+cp "$fixtures/sharded_tiny/config.json" "$work/pickled/"
+printf 'not a pickle' >"$work/pickled/pytorch_model.bin"
+if "$cpuft" inspect "$work/pickled" >"$work/pickled.log" 2>&1; then
+  fail "a pytorch_model.bin folder was accepted"
+else
+  [ "$(grep -c '^error:' "$work/pickled.log")" = 1 ] && grep -q "save_pretrained" "$work/pickled.log" &&
+    pass || fail "pickle refusal: $(cat "$work/pickled.log")"
+fi
+
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]
