@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data/glue_digest_test_util.h"
 #include "data/tokenizer_test_util.h"
 #include "data/unigram_tokenizer.h"
 #include "data/utf8.h"
@@ -28,67 +29,14 @@ using json = nlohmann::json;
 using cpuft::testing::fixture_path;
 using cpuft::testing::glue_dir;
 
-constexpr uint64_t kFnvOffset = 0xCBF29CE484222325ull, kFnvPrime = 0x100000001B3ull;
-constexpr uint32_t kSepText = 0xFFFFFFFF, kSepIds = 0xFFFFFFFE, kSepTypes = 0xFFFFFFFD;
-
-void fnv(uint64_t& h, uint32_t v) {
-  for (int k = 0; k < 4; ++k) {
-    h ^= (v >> (8 * k)) & 0xFF;
-    h *= kFnvPrime;
-  }
-}
-void fnv(uint64_t& h, const std::vector<int32_t>& ids, uint32_t sep) {
-  for (int32_t id : ids) fnv(h, static_cast<uint32_t>(id));
-  fnv(h, sep);
-}
-
-std::string hex(uint64_t h) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
-  return buf;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Text columns of each data row: split on '\n' (no final empty line), on '\t', no quoting.
-std::vector<std::vector<std::string>> read_rows(const std::string& path, bool header,
-                                                const std::vector<int>& columns) {
-  const std::string text = read_all(path);
-  std::vector<std::vector<std::string>> rows;
-  size_t pos = 0;
-  bool first = true;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos) eol = text.size();
-    const std::string_view line(text.data() + pos, eol - pos);
-    pos = eol + 1;
-    if (first && header) {
-      first = false;
-      continue;
-    }
-    first = false;
-    std::vector<std::string_view> fields;
-    size_t f = 0;
-    while (true) {
-      const size_t tab = line.find('\t', f);
-      fields.push_back(line.substr(f, tab == std::string_view::npos ? line.npos : tab - f));
-      if (tab == std::string_view::npos) break;
-      f = tab + 1;
-    }
-    std::vector<std::string> row;
-    for (int c : columns) {
-      EXPECT_LT(static_cast<size_t>(c), fields.size()) << path << " row " << rows.size();
-      row.emplace_back(static_cast<size_t>(c) < fields.size() ? fields[c] : std::string_view());
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
+using cpuft::testing::fnv;
+using cpuft::testing::hex;
+using cpuft::testing::kFnvOffset;
+using cpuft::testing::kSepIds;
+using cpuft::testing::kSepText;
+using cpuft::testing::kSepTypes;
+using cpuft::testing::read_all;
+using cpuft::testing::read_rows;
 
 const json& digest() {
   static const json d = json::parse(read_all(fixture_path("spm_glue_digest.json")));
