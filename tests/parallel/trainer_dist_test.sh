@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cpuft train across ranks, end to end on a tiny dropout-free model:
 #   1. 2 ranks x batch 8 give the same losses and weights as 1 rank x batch 16 (and 2 ranks x
-#      batch 4 x 2 accumulation steps the same again);
+#      batch 4 x 2 accumulation steps the same again); the same for DistilBERT, ELECTRA, RoBERTa;
 #   2. the same job across two "hosts" (network namespaces, TCP) gives bit-identical weights to the
 #      2-rank job on one host;
 #   3. a rank killed with SIGKILL mid-training ends the whole job within 30 s, with a message;
@@ -57,6 +57,27 @@ for run in two accum; do
   done
 done
 grep -q "rank 1: openmpi: rank 1 of 2" "$work/two.log" && pass || fail "rank layout not printed"
+
+# 1a. Every other encoder family (model/family.h) the same way: 2 ranks x batch 8 = 1 rank x 16.
+fixtures="$(dirname "$0")/../fixtures"
+for family in distilbert electra roberta; do
+  extra=()
+  [ "$family" = roberta ] && extra=(--tokenizer "$fixtures/tokenizers/roberta_bpe" --vocab_size 5001)
+  "$make_tiny_model" "$work/model_$family" --family "$family" --no-head --no-dropout "${extra[@]}" \
+    >/dev/null || { fail "$family: cannot make the model"; continue; }
+  fam_flags=("${flags[@]}")
+  fam_flags[1]="$work/model_$family"
+  OMP_NUM_THREADS=1 "$cpuft" train "${fam_flags[@]}" --per_device_train_batch_size 16 \
+    --output_dir "$work/one_$family" >"$work/one_$family.log" 2>&1 ||
+    fail "$family 1 rank: $(tail -2 "$work/one_$family.log")"
+  "${mpi[@]}" -np 2 "$cpuft" train "${fam_flags[@]}" --per_device_train_batch_size 8 \
+    --output_dir "$work/two_$family" >"$work/two_$family.log" 2>&1 ||
+    fail "$family 2 ranks: $(tail -2 "$work/two_$family.log")"
+  for key in train_loss eval_loss; do
+    a=$(value "$work/two_$family" $key) b=$(value "$work/one_$family" $key)
+    close "$a" "$b" && pass || fail "$family 2 ranks: $key $a differs from 1 rank's $b"
+  done
+done
 
 # 1b. --bf16 across ranks (where the CPU has bf16 products): the same losses as one rank. The
 #     all-reduce sums in another order than one rank's backward, and a last-bit difference in an
