@@ -71,6 +71,35 @@ TEST_F(Avx512VsReference, Embeddings) {
     }
 }
 
+// Families without token types (DistilBERT) pass no type table: word + pos only, no d_type.
+TEST_F(Avx512VsReference, EmbeddingsWithoutTokenTypes) {
+  for (int64_t D : kDims)
+    for (int64_t N : kRows) {
+      const int32_t V = 7, P = 5;
+      const FVec word = random_normal<float>(rng, V * D), pos = random_normal<float>(rng, P * D);
+      const FVec d_out = random_normal<float>(rng, N * D);
+      const auto ids = random_ids(rng, N, V), pos_ids = random_ids(rng, N, P);
+      FVec out_r(N * D), out_s(N * D), sum(N * D);
+      ref.embeddings_forward(out_r.data(), word.data(), pos.data(), nullptr, ids.data(),
+                             pos_ids.data(), nullptr, N, D);
+      simd().embeddings_forward(out_s.data(), word.data(), pos.data(), nullptr, ids.data(),
+                                pos_ids.data(), nullptr, N, D);
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = 0; j < D; ++j)
+          sum[i * D + j] = word[ids[i] * D + j] + pos[pos_ids[i] * D + j];
+      expect_bitwise_equal(out_r, sum, "reference forward " + shape(N, D));
+      expect_bitwise_equal(out_s, out_r, "forward " + shape(N, D));
+      FVec dw_r = random_normal<float>(rng, V * D), dp_r = random_normal<float>(rng, P * D);
+      FVec dw_s = dw_r, dp_s = dp_r;
+      ref.embeddings_backward(dw_r.data(), dp_r.data(), nullptr, d_out.data(), ids.data(),
+                              pos_ids.data(), nullptr, N, D);
+      simd().embeddings_backward(dw_s.data(), dp_s.data(), nullptr, d_out.data(), ids.data(),
+                                 pos_ids.data(), nullptr, N, D);
+      expect_bitwise_equal(dw_s, dw_r, "d_word " + shape(N, D));
+      expect_bitwise_equal(dp_s, dp_r, "d_pos " + shape(N, D));
+    }
+}
+
 TEST_F(Avx512VsReference, EmbeddingsBackwardLarge) {
   // Big enough for several threads, with heavily repeated ids: still bit-identical (each element
   // sums its rows in order whatever the thread that owns its columns).
