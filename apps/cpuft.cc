@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -82,7 +83,11 @@ int run(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks: --scaling (see docs/scaling.md)");
   add_bench_flags(*bench, bench_options);
   try {
-    app.parse(argc, argv);
+    // HfArgumentParser's "--overwrite_output_dir True" grammar, folded into "--flag=true".
+    std::vector<std::string> args =
+        fold_boolean_values(std::vector<std::string>(argv + 1, argv + argc), boolean_train_flags());
+    std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

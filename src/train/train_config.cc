@@ -1,10 +1,13 @@
 #include "train/train_config.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "core/check.h"
@@ -16,6 +19,7 @@ namespace {
 // One table binds each flag name to its field, for both the command line and the JSON file.
 struct FlagBinding {
   std::string help;
+  bool is_bool = false;
   std::function<void(CLI::App&, const std::string&)> add;
   std::function<void(const nlohmann::json&, const std::string&)> from_json;
 };
@@ -24,6 +28,7 @@ template <typename T>
 FlagBinding make_binding(T& field, std::string help) {
   FlagBinding b;
   b.help = help;
+  b.is_bool = std::is_same_v<T, bool>;
   b.add = [&field, help](CLI::App& app, const std::string& name) {
     if constexpr (std::is_same_v<T, bool>) {
       // "--do_train" sets it; "--do_train=false" clears it.
@@ -141,6 +146,64 @@ std::map<std::string, FlagBinding> bindings(TrainConfig& c) {
 }
 
 }  // namespace
+
+namespace {
+
+// transformers' string_to_bool: the words that mean true and false, compared lower-cased.
+std::optional<bool> boolean_word(std::string word) {
+  for (char& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* yes : {"true", "yes", "t", "y", "1"})
+    if (word == yes) return true;
+  for (const char* no : {"false", "no", "f", "n", "0"})
+    if (word == no) return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> fold_boolean_values(const std::vector<std::string>& args,
+                                             const std::vector<std::string>& boolean_flags) {
+  auto is_boolean = [&](const std::string& name) {
+    return std::find(boolean_flags.begin(), boolean_flags.end(), name) != boolean_flags.end();
+  };
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!arg.starts_with("--")) {
+      out.push_back(arg);
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (!is_boolean(name)) {
+      out.push_back(arg);
+      continue;
+    }
+    std::optional<bool> value = true;
+    if (eq != std::string::npos) {
+      value = boolean_word(arg.substr(eq + 1));
+      if (!value) {  // not a boolean word: the parser names the bad value
+        out.push_back(arg);
+        continue;
+      }
+    } else if (i + 1 < args.size()) {
+      if (const std::optional<bool> next = boolean_word(args[i + 1])) {
+        value = next;
+        ++i;
+      }
+    }
+    out.push_back("--" + name + (*value ? "=true" : "=false"));
+  }
+  return out;
+}
+
+std::vector<std::string> boolean_train_flags() {
+  TrainConfig config;
+  std::vector<std::string> names;
+  for (const auto& [name, binding] : bindings(config))
+    if (binding.is_bool) names.push_back(name);
+  return names;
+}
 
 void add_train_flags(CLI::App& app, TrainConfig& config) {
   for (auto& [name, binding] : bindings(config)) binding.add(app, name);

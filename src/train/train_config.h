@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gemm/matmul_plan.h"
 
@@ -85,6 +86,16 @@ struct Cadence {
 
 // Registers every flag on `app`, bound to `config`.
 void add_train_flags(CLI::App& app, TrainConfig& config);
+
+// HfArgumentParser's boolean grammar on a command line (arguments after the program name):
+// "--flag" alone is true, and "--flag V" or "--flag=V" with V one of true/false, yes/no, t/f,
+// y/n, 1/0 (any case, as transformers' string_to_bool) sets it to V. Returns the arguments with
+// every such value folded into "--flag=true" / "--flag=false", the form the parser reads, for the
+// flags named in `boolean_flags` (names without "--").
+std::vector<std::string> fold_boolean_values(const std::vector<std::string>& args,
+                                             const std::vector<std::string>& boolean_flags);
+// The boolean flags of cpuft train.
+std::vector<std::string> boolean_train_flags();
 
 // Reads a run_glue-style JSON args file ({"model_name_or_path": ..., "do_train": true, ...}) into
 // config; unknown keys are an error naming the key.

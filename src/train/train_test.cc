@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -216,6 +217,32 @@ TEST(Cadence, StepsEpochAndNo) {
     EXPECT_TRUE(epoch.due(step, true)) << step;
     EXPECT_FALSE(never.due(step, true)) << step;
   }
+}
+
+}  // namespace
+}  // namespace cpuft
+
+namespace cpuft {
+namespace {
+
+// HfArgumentParser's boolean grammar, as the reference stack's command lines use it.
+TEST(TrainConfig, BooleanFlagsTakeHfArgumentParserValues) {
+  const std::vector<std::string> flags = boolean_train_flags();
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "overwrite_output_dir"), flags.end());
+  EXPECT_EQ(std::find(flags.begin(), flags.end(), "output_dir"), flags.end());
+  using V = std::vector<std::string>;
+  EXPECT_EQ(
+      fold_boolean_values(V{"train", "--do_train", "--overwrite_output_dir", "True", "--output_dir",
+                            "out", "--bf16", "no", "--do_eval=YES", "--fp16_like=1"},
+                          flags),
+      (V{"train", "--do_train=true", "--overwrite_output_dir=true", "--output_dir", "out",
+         "--bf16=false", "--do_eval=true", "--fp16_like=1"}));
+  // A flag's next word that is not a boolean stays an argument of its own; "1"/"0"/"t"/"n" are
+  // booleans (transformers' string_to_bool).
+  EXPECT_EQ(
+      fold_boolean_values(V{"--do_train", "--seed", "1", "--do_eval", "0", "--bf16", "t"}, flags),
+      (V{"--do_train=true", "--seed", "1", "--do_eval=false", "--bf16=true"}));
+  EXPECT_EQ(fold_boolean_values(V{"--do_train=maybe"}, flags), (V{"--do_train=maybe"}));
 }
 
 }  // namespace
