@@ -28,6 +28,7 @@ using json = nlohmann::json;
 using cpuft::testing::fixture_path;
 using cpuft::testing::glue_dir;
 
+using cpuft::testing::digest_rows;
 using cpuft::testing::fnv;
 using cpuft::testing::hex;
 using cpuft::testing::kFnvOffset;
@@ -37,6 +38,7 @@ using cpuft::testing::kSepText;
 using cpuft::testing::kSepTypes;
 using cpuft::testing::read_all;
 using cpuft::testing::read_rows;
+using cpuft::testing::RowsDigest;
 
 // The folder of a setting of bpe_settings.json, built as the fixture script builds it.
 struct SettingDir {
@@ -79,30 +81,11 @@ size_t check_glue_digest(
     n_rows += rows.size();
     for (const auto& [name, want] : file.at("settings").items()) {
       const ByteLevelBpeTokenizer tok = tokenizer_of(name);
-      uint64_t h = kFnvOffset, block = kFnvOffset;
-      size_t n_tokens = 0;
-      std::vector<std::string> blocks;
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const auto& r = rows[i];
-        for (const std::string& text : r) {
-          const std::vector<int32_t> ids = tok.tokenize(text);
-          n_tokens += ids.size();
-          fnv(h, ids, kSepText);
-          fnv(block, ids, kSepText);
-        }
-        const std::string_view b = r.size() > 1 ? std::string_view(r[1]) : std::string_view();
-        const Encoding e = tok.encode(r[0], r.size() > 1 ? &b : nullptr, max_length);
-        for (uint64_t* x : {&h, &block}) {
-          fnv(*x, e.input_ids, kSepIds);
-          fnv(*x, e.token_type_ids, kSepTypes);
-        }
-        if ((i + 1) % block_rows == 0 || i + 1 == rows.size()) {
-          blocks.push_back(hex(block));
-          block = kFnvOffset;
-        }
-      }
+      const RowsDigest got = digest_rows(tok, rows, max_length, block_rows);
+      const size_t n_tokens = got.tokens;
+      const std::vector<std::string>& blocks = got.blocks;
       EXPECT_EQ(n_tokens, want.at("tokens").get<size_t>()) << rel << " " << name;
-      EXPECT_EQ(hex(h), want.at("hash").get<std::string>()) << rel << " " << name;
+      EXPECT_EQ(got.hash, want.at("hash").get<std::string>()) << rel << " " << name;
       const auto want_blocks = want.at("block_hashes").get<std::vector<std::string>>();
       EXPECT_EQ(blocks.size(), want_blocks.size()) << rel << " " << name;
       for (size_t k = 0; k < blocks.size() && k < want_blocks.size(); ++k) {

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "data/tokenizer.h"
+
 namespace cpuft::testing {
 
 inline constexpr uint64_t kFnvOffset = 0xCBF29CE484222325ull, kFnvPrime = 0x100000001B3ull;
@@ -76,6 +78,42 @@ inline std::vector<std::vector<std::string>> read_rows(const std::string& path, 
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+// The digest of one file's rows through `tok`, as the fixture scripts compute it: per row, the ids
+// of each text column (tokenize) and then the model input (encode with max_length), hashed whole
+// and per block of `block_rows` rows.
+struct RowsDigest {
+  std::string hash;
+  size_t tokens = 0;                // tokenize() ids over all text columns
+  std::vector<std::string> blocks;  // hash of rows [k * block_rows, (k + 1) * block_rows)
+};
+inline RowsDigest digest_rows(const Tokenizer& tok,
+                              const std::vector<std::vector<std::string>>& rows, int max_length,
+                              size_t block_rows) {
+  RowsDigest d;
+  uint64_t h = kFnvOffset, block = kFnvOffset;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    for (const std::string& text : r) {
+      const std::vector<int32_t> ids = tok.tokenize(text);
+      d.tokens += ids.size();
+      fnv(h, ids, kSepText);
+      fnv(block, ids, kSepText);
+    }
+    const std::string_view b = r.size() > 1 ? std::string_view(r[1]) : std::string_view();
+    const Encoding e = tok.encode(r[0], r.size() > 1 ? &b : nullptr, max_length);
+    for (uint64_t* x : {&h, &block}) {
+      fnv(*x, e.input_ids, kSepIds);
+      fnv(*x, e.token_type_ids, kSepTypes);
+    }
+    if ((i + 1) % block_rows == 0 || i + 1 == rows.size()) {
+      d.blocks.push_back(hex(block));
+      block = kFnvOffset;
+    }
+  }
+  d.hash = hex(h);
+  return d;
 }
 
 }  // namespace cpuft::testing

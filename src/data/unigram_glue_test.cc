@@ -29,6 +29,7 @@ using json = nlohmann::json;
 using cpuft::testing::fixture_path;
 using cpuft::testing::glue_dir;
 
+using cpuft::testing::digest_rows;
 using cpuft::testing::fnv;
 using cpuft::testing::hex;
 using cpuft::testing::kFnvOffset;
@@ -37,6 +38,7 @@ using cpuft::testing::kSepText;
 using cpuft::testing::kSepTypes;
 using cpuft::testing::read_all;
 using cpuft::testing::read_rows;
+using cpuft::testing::RowsDigest;
 
 const json& digest() {
   static const json d = json::parse(read_all(fixture_path("spm_glue_digest.json")));
@@ -78,42 +80,22 @@ TEST(UnigramGlue, EveryGlueSentenceMatchesHF) {
       const auto rows = read_rows(glue_dir() + "/" + rel, file.at("header"), file.at("columns"));
       ASSERT_EQ(rows.size(), file.at("rows").get<size_t>()) << rel;
       ++n_files;
-      uint64_t h = kFnvOffset, block = kFnvOffset;
-      size_t n_tokens = 0;
-      std::vector<std::string> blocks;
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const auto& r = rows[i];
-        for (const std::string& text : r) {
-          const std::vector<int32_t> ids = tok.tokenize(text);
-          n_tokens += ids.size();
-          fnv(h, ids, kSepText);
-          fnv(block, ids, kSepText);
-        }
-        const std::string_view b = r.size() > 1 ? std::string_view(r[1]) : std::string_view();
-        const Encoding e = tok.encode(r[0], r.size() > 1 ? &b : nullptr, max_length);
-        for (uint64_t* x : {&h, &block}) {
-          fnv(*x, e.input_ids, kSepIds);
-          fnv(*x, e.token_type_ids, kSepTypes);
-        }
-        if ((i + 1) % block_rows == 0 || i + 1 == rows.size()) {
-          const size_t k = blocks.size();
-          blocks.push_back(hex(block));
-          block = kFnvOffset;
-          const size_t block_size = i + 1 - k * block_rows;
-          const auto& want = file.at("block_hashes");
-          if (k < want.size() && blocks[k] == want[k].get<std::string>()) {
-            identical_rows += block_size;
-          } else {
-            ADD_FAILURE() << source << ": " << rel << ": ids differ from HF in data rows "
-                          << k * block_rows << ".." << i
-                          << " (0-based, after the header); first row of the block: "
-                          << ::testing::PrintToString(rows[k * block_rows]);
-          }
+      const RowsDigest got = digest_rows(tok, rows, max_length, block_rows);
+      const size_t n_tokens = got.tokens;
+      const auto& want = file.at("block_hashes");
+      for (size_t k = 0; k < got.blocks.size(); ++k) {
+        const size_t first = k * block_rows, last = std::min(rows.size(), first + block_rows) - 1;
+        if (k < want.size() && got.blocks[k] == want[k].get<std::string>()) {
+          identical_rows += last + 1 - first;
+        } else {
+          ADD_FAILURE() << source << ": " << rel << ": ids differ from HF in data rows " << first
+                        << ".." << last << " (0-based, after the header); first row of the block: "
+                        << ::testing::PrintToString(rows[first]);
         }
       }
       rows_seen += rows.size();
       EXPECT_EQ(n_tokens, file.at("tokens").get<size_t>()) << source << " " << rel;
-      EXPECT_EQ(hex(h), file.at("hash").get<std::string>()) << source << " " << rel;
+      EXPECT_EQ(got.hash, file.at("hash").get<std::string>()) << source << " " << rel;
     }
     n_rows += rows_seen;
     std::printf("%s: %zu/%zu GLUE rows in blocks identical to HF\n", source.c_str(), identical_rows,
