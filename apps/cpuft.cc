@@ -3,11 +3,11 @@
 // Reading order for a newcomer: this file -> src/model/sequence_classifier.cc (forward, backward)
 // -> src/model/encoder_layer.cc -> src/kernels/reference/*.
 //
-// Every error is one line on stderr ("error: ...") and exit code 1; --help/usage errors exit 2.
+// Every error is one line on stderr ("error: ...") and exit code 1; a usage error (unknown flag,
+// bad value) exits 2, as argparse does.
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +17,7 @@
 #include "train/distributed.h"
 #include "train/environment.h"
 #include "train/train_config.h"
+#include "train/train_flags.h"
 #include "train/trainer.h"
 
 namespace cpuft {
@@ -38,18 +39,27 @@ int run_trainer(const TrainConfig& config) {
   return 0;
 }
 
+// cpuft train: run_glue.py's command line, read with HfArgumentParser's grammar (train_flags.h).
+int run_train(const std::vector<std::string>& args) {
+  TrainConfig config;
+  if (!parse_train_arguments(args, config)) {
+    std::printf("%s", train_flags_help().c_str());
+    return 0;
+  }
+  return run_trainer(config);
+}
+
 int run(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "train")
+    return run_train(std::vector<std::string>(argv + 2, argv + argc));
+
   CLI::App app{"cpuft: fine-tune BERT-family encoders on CPUs"};
   app.require_subcommand(1);
-
-  // cpuft train: run_glue.py's flags; a single JSON file argument holds them instead, as
-  // HfArgumentParser accepts.
-  TrainConfig train_config;
-  std::string args_file;
   CLI::App* train = app.add_subcommand(
       "train", "Fine-tune (and/or evaluate, predict) as run_glue.py does; see docs/cli.md");
-  add_train_flags(*train, train_config);
-  train->add_option("args_json", args_file, "JSON file of flags (run_glue.py style)");
+  train->prefix_command();  // never parsed here: run_train reads it
+  CLI::App* flag_table = app.add_subcommand(
+      "flag-table", "Print the table of cpuft train's flags by class (docs/cli.md holds it)");
 
   TrainConfig predict_config;
   CLI::App* predict = app.add_subcommand(
@@ -83,17 +93,9 @@ int run(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks: --scaling (see docs/scaling.md)");
   add_bench_flags(*bench, bench_options);
   try {
-    // HfArgumentParser's "--overwrite_output_dir True" grammar, folded into "--flag=true".
-    std::vector<std::string> args =
-        fold_boolean_values(std::vector<std::string>(argv + 1, argv + argc), boolean_train_flags());
-    std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
-    app.parse(args);
+    app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  }
-  if (train->parsed()) {
-    if (!args_file.empty()) load_train_config_json(args_file, train_config);
-    return run_trainer(train_config);
   }
   if (predict->parsed()) {
     predict_config.do_predict = true;
@@ -102,6 +104,7 @@ int run(int argc, char** argv) {
     return run_trainer(predict_config);
   }
   if (bench->parsed()) return run_bench(bench_options);
+  if (flag_table->parsed()) std::printf("%s", train_flags_markdown().c_str());
   if (env->parsed()) print_environment(env_backend);
   if (inspect->parsed()) print_model_summary(model_dir);
   return 0;
@@ -113,6 +116,9 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return cpuft::run(argc, argv);
+  } catch (const cpuft::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

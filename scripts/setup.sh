@@ -17,6 +17,7 @@ packages=(
   libdnnl-dev            # oneDNN: every GEMM (Debian's: 2.6 on 12, 3.7 on 13; docs/gemm.md)
   ocl-icd-opencl-dev     # Debian's oneDNN CMake config asks for OpenCL (a Recommends of libdnnl-dev)
   nlohmann-json3-dev     # config.json, safetensors headers
+  libyaml-cpp-dev        # YAML args files (cpuft train args.yaml, as HfArgumentParser)
   libcli11-dev           # command line
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev libomp-dev  # libFuzzer smoke run: clang, its runtime and its OpenMP

@@ -14,22 +14,46 @@ using nlohmann::json;
 
 namespace cpuft {
 
+namespace {
+
+// checkpoint-N folders of output_dir, oldest first.
+std::vector<std::pair<int64_t, fs::path>> checkpoints_of(const fs::path& output_dir) {
+  std::vector<std::pair<int64_t, fs::path>> checkpoints;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(output_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !name.starts_with("checkpoint-")) continue;
+    const std::string digits = name.substr(11);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    checkpoints.emplace_back(std::stoll(digits), entry.path());
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  return checkpoints;
+}
+
+}  // namespace
+
+std::string last_checkpoint(const fs::path& output_dir) {
+  const auto checkpoints = checkpoints_of(output_dir);
+  return checkpoints.empty() ? "" : checkpoints.back().second.string();
+}
+
 json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,
-                        const json& log_history, const TrainConfig& c) {
-  return {{"best_metric", nullptr},
-          {"best_model_checkpoint", nullptr},
-          {"epoch", epoch},
-          {"eval_steps", c.eval_steps > 0 ? c.eval_steps : c.logging_steps},
-          {"global_step", global_step},
-          {"is_hyper_param_search", false},
-          {"is_local_process_zero", true},
-          {"is_world_process_zero", true},
-          {"log_history", log_history},
-          {"logging_steps", c.logging_steps},
-          {"max_steps", max_steps},
-          {"num_train_epochs", c.num_train_epochs},
-          {"save_steps", c.save_steps},
-          {"train_batch_size", c.per_device_train_batch_size}};
+                        const json& log_history, const TrainConfig& c, const BestModel& best) {
+  json state = {{"epoch", epoch},
+                {"eval_steps", c.eval_steps > 0 ? c.eval_steps : c.logging_steps},
+                {"global_step", global_step},
+                {"is_hyper_param_search", false},
+                {"is_local_process_zero", true},
+                {"is_world_process_zero", true},
+                {"log_history", log_history},
+                {"logging_steps", c.logging_steps},
+                {"max_steps", max_steps},
+                {"num_train_epochs", c.num_train_epochs},
+                {"save_steps", c.save_steps},
+                {"train_batch_size", c.per_device_train_batch_size}};
+  best.write_to(state);
+  return state;
 }
 
 void save_checkpoint(const fs::path& output_dir, const CheckpointContent& content,
@@ -53,29 +77,28 @@ void save_checkpoint(const fs::path& output_dir, const CheckpointContent& conten
                     {{"adamw_steps", std::to_string(adamw.steps_taken())}});
   write_json((temp_dir / "trainer_state.json").string(),
              trainer_state_json(content.global_step, content.epoch, content.max_steps,
-                                content.log_history, config));
+                                content.log_history, config, content.best));
   fs::remove_all(final_dir);
   fs::rename(temp_dir, final_dir);
 
   if (save_total_limit <= 0) return;
-  std::vector<std::pair<int64_t, fs::path>> checkpoints;
-  for (const auto& entry : fs::directory_iterator(output_dir)) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_directory() || !name.starts_with("checkpoint-")) continue;
-    try {
-      checkpoints.emplace_back(std::stoll(name.substr(11)), entry.path());
-    } catch (const std::exception&) {
-    }
+  auto checkpoints = checkpoints_of(output_dir);
+  // The best checkpoint moves to the newest end, so it is deleted last (HF's _sorted_checkpoints).
+  const fs::path best = content.best.best_model_checkpoint();
+  int64_t limit = save_total_limit;
+  auto best_it = std::find_if(checkpoints.begin(), checkpoints.end(), [&](const auto& c) {
+    std::error_code error;
+    return !best.empty() && fs::equivalent(c.second, best, error);
+  });
+  if (best_it != checkpoints.end()) {
+    if (limit == 1 && best_it + 1 != checkpoints.end()) limit = 2;
+    std::rotate(best_it, best_it + 1, checkpoints.end());
   }
-  std::sort(checkpoints.begin(), checkpoints.end());
-  while (static_cast<int64_t>(checkpoints.size()) > save_total_limit) {
-    fs::remove_all(checkpoints.front().second);
-    checkpoints.erase(checkpoints.begin());
-  }
+  for (size_t i = 0; static_cast<int64_t>(checkpoints.size() - i) > limit; ++i)
+    fs::remove_all(checkpoints[i].second);
 }
 
-ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, float* params,
-                            AdamW& adamw) {
+void load_checkpoint_weights(const std::string& dir, const ParamLayout& layout, float* params) {
   const fs::path root(dir);
   CPUFT_REQUIRE(fs::is_directory(root), dir, ": not a checkpoint folder");
   const SafetensorsFile weights = SafetensorsFile::open((root / "model.safetensors").string());
@@ -87,6 +110,12 @@ ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, f
                   "' has the wrong shape for this model");
     weights.read_f32(*t, params + spec.offset);
   }
+}
+
+ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, float* params,
+                            AdamW& adamw) {
+  const fs::path root(dir);
+  load_checkpoint_weights(dir, layout, params);
   const SafetensorsFile optimizer =
       SafetensorsFile::open((root / "optimizer.safetensors").string());
   for (const ParamSpec& spec : layout.specs()) {
@@ -114,6 +143,7 @@ ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, f
   ResumePoint point;
   point.global_step = state.value("global_step", int64_t{0});
   point.log_history = state.value("log_history", json::array());
+  point.trainer_state = state;
   return point;
 }
 

@@ -11,6 +11,7 @@
 #include "data/tokenizer.h"
 #include "model/param_layout.h"
 #include "optim/adamw.h"
+#include "train/best_model.h"
 #include "train/train_config.h"
 
 namespace cpuft {
@@ -20,10 +21,12 @@ struct CheckpointContent {
   double epoch;
   int64_t max_steps;
   const nlohmann::json& log_history;
+  const BestModel& best;  // its best_model_checkpoint is never deleted by save_total_limit
 };
 
 // Writes output_dir/checkpoint-<step> (via a temporary folder and a rename), then deletes the
-// oldest checkpoints beyond save_total_limit (when > 0).
+// oldest checkpoints beyond save_total_limit (when > 0), never the best one (as HF: with a limit
+// of 1 and a best checkpoint that is not the newest, two are kept).
 void save_checkpoint(const std::filesystem::path& output_dir, const CheckpointContent& content,
                      const ParamLayout& layout, const float* params, AdamW& adamw,
                      const nlohmann::json& model_config, const Tokenizer& tokenizer,
@@ -32,7 +35,11 @@ void save_checkpoint(const std::filesystem::path& output_dir, const CheckpointCo
 struct ResumePoint {
   int64_t global_step = 0;
   nlohmann::json log_history = nlohmann::json::array();
+  nlohmann::json trainer_state;  // the checkpoint's trainer_state.json (best model fields, ...)
 };
+
+// Loads only the weights of a checkpoint folder (every tensor must be there).
+void load_checkpoint_weights(const std::string& dir, const ParamLayout& layout, float* params);
 
 // Loads weights and optimizer state from a checkpoint folder; errors name the file.
 ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, float* params,
@@ -40,6 +47,10 @@ ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, f
 
 // trainer_state.json as HF's Trainer writes it.
 nlohmann::json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,
-                                  const nlohmann::json& log_history, const TrainConfig& config);
+                                  const nlohmann::json& log_history, const TrainConfig& config,
+                                  const BestModel& best);
+
+// The checkpoint-N folder of output_dir with the largest N (HF's get_last_checkpoint); "" if none.
+std::string last_checkpoint(const std::filesystem::path& output_dir);
 
 }  // namespace cpuft

@@ -1,7 +1,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +9,7 @@
 #include "core/check.h"
 #include "io/safetensors.h"
 #include "train/encoded_dataset.h"
+#include "train/hf_arguments.h"
 #include "train/outputs.h"
 #include "train/progress.h"
 #include "train/train_config.h"
@@ -21,37 +21,10 @@ using nlohmann::json;
 namespace cpuft {
 namespace {
 
-TrainConfig parse_flags(std::vector<std::string> args) {
-  TrainConfig config;
-  CLI::App app;
-  add_train_flags(app, config);
-  std::reverse(args.begin(), args.end());
-  app.parse(args);
-  return config;
-}
-
-TEST(TrainConfig, RunGlueFlagsAndDefaults) {
-  const TrainConfig c =
-      parse_flags({"--model_name_or_path", "m", "--task_name", "mrpc", "--data_dir", "d",
-                   "--do_train", "--do_eval", "--learning_rate", "2e-5", "--num_train_epochs", "3",
-                   "--per_device_train_batch_size", "32", "--output_dir", "o",
-                   "--evaluation_strategy", "epoch"});
-  EXPECT_TRUE(c.do_train);
-  EXPECT_TRUE(c.do_eval);
-  EXPECT_FALSE(c.do_predict);
-  EXPECT_DOUBLE_EQ(c.learning_rate, 2e-5);
-  EXPECT_EQ(c.per_device_train_batch_size, 32);
-  EXPECT_EQ(c.per_device_eval_batch_size, 8);  // TrainingArguments' default
-  EXPECT_EQ(c.max_seq_length, 128);            // run_glue's default
-  EXPECT_EQ(c.eval_strategy, "epoch");
-  EXPECT_EQ(c.seed, 42u);
-  EXPECT_NO_THROW(validate_train_config(c));
-}
-
 std::string validation_error(TrainConfig c) {
   try {
     validate_train_config(c);
-  } catch (const Error& e) {
+  } catch (const UsageError& e) {
     return e.what();
   }
   return "";
@@ -83,29 +56,31 @@ TEST(TrainConfig, ContradictionsAreRefusedNamingTheFlag) {
     EXPECT_NE(std::string(e.what()).find("--bf16 needs a CPU with AVX512_BF16"), std::string::npos);
   }
   c.bf16 = false;
-  c.data_dir.clear();
-  EXPECT_NE(validation_error(c).find("--data_dir"), std::string::npos);
+  c.load_best_model_at_end = true;
+  EXPECT_NE(validation_error(c).find("--load_best_model_at_end needs evaluations"),
+            std::string::npos);
+  c.eval_strategy = "steps";
+  c.eval_steps = 30;
+  c.save_steps = 45;
+  EXPECT_NE(validation_error(c).find("to be a multiple of --eval_steps"), std::string::npos);
+  c.save_steps = 60;
+  EXPECT_EQ(validation_error(c), "");
+  c.optim = "adafactor";
+  EXPECT_NE(validation_error(c).find("--optim adafactor"), std::string::npos);
 }
 
-TEST(TrainConfig, JsonArgsFile) {
-  const std::string path = (fs::temp_directory_path() / str("args_", ::getpid(), ".json")).string();
-  std::ofstream(path) << R"({"model_name_or_path": "m", "do_train": true, "learning_rate": 3e-5,
-                             "output_dir": "o", "task_name": "rte"})";
+// --dataset_name glue --dataset_config_name T is --task_name T, as in run_glue.py.
+TEST(TrainConfig, DatasetNameGlueIsATask) {
   TrainConfig c;
-  load_train_config_json(path, c);
-  EXPECT_TRUE(c.do_train);
-  EXPECT_DOUBLE_EQ(c.learning_rate, 3e-5);
+  c.model_name_or_path = "m";
+  c.output_dir = "o";
+  c.do_train = true;
+  c.dataset_name = "glue";
+  c.dataset_config_name = "rte";
+  validate_train_config(c);
   EXPECT_EQ(c.task_name, "rte");
-  std::ofstream(path) << R"({"learning_rat": 3e-5})";
-  try {
-    load_train_config_json(path, c);
-    ADD_FAILURE();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown key 'learning_rat'"), std::string::npos);
-  }
-  std::ofstream(path) << R"({"learning_rate": "fast"})";
-  EXPECT_THROW(load_train_config_json(path, c), Error);
-  fs::remove(path);
+  c.dataset_name = "imdb";
+  EXPECT_NE(validation_error(c).find("--dataset_name imdb"), std::string::npos);
 }
 
 EncodedDataset dataset_of_lengths(const std::vector<int>& lengths) {
@@ -209,40 +184,18 @@ TEST(Progress, FormatsDurations) {
 // The *_strategy flags become cadences once: "steps" every N optimizer steps, "epoch" at each
 // epoch's end, "no" never.
 TEST(Cadence, StepsEpochAndNo) {
-  const Cadence steps = Cadence::parse("steps", 3), epoch = Cadence::parse("epoch", 3),
-                never = Cadence::parse("no", 3);
+  const Cadence steps = Cadence::parse("steps", 3, 100), epoch = Cadence::parse("epoch", 3, 100),
+                never = Cadence::parse("no", 3, 100);
   for (int64_t step = 1; step <= 9; ++step) {
     EXPECT_EQ(steps.due(step, false), step % 3 == 0) << step;
     EXPECT_FALSE(epoch.due(step, false)) << step;
     EXPECT_TRUE(epoch.due(step, true)) << step;
     EXPECT_FALSE(never.due(step, true)) << step;
   }
-}
-
-}  // namespace
-}  // namespace cpuft
-
-namespace cpuft {
-namespace {
-
-// HfArgumentParser's boolean grammar, as the reference stack's command lines use it.
-TEST(TrainConfig, BooleanFlagsTakeHfArgumentParserValues) {
-  const std::vector<std::string> flags = boolean_train_flags();
-  EXPECT_NE(std::find(flags.begin(), flags.end(), "overwrite_output_dir"), flags.end());
-  EXPECT_EQ(std::find(flags.begin(), flags.end(), "output_dir"), flags.end());
-  using V = std::vector<std::string>;
-  EXPECT_EQ(
-      fold_boolean_values(V{"train", "--do_train", "--overwrite_output_dir", "True", "--output_dir",
-                            "out", "--bf16", "no", "--do_eval=YES", "--fp16_like=1"},
-                          flags),
-      (V{"train", "--do_train=true", "--overwrite_output_dir=true", "--output_dir", "out",
-         "--bf16=false", "--do_eval=true", "--fp16_like=1"}));
-  // A flag's next word that is not a boolean stays an argument of its own; "1"/"0"/"t"/"n" are
-  // booleans (transformers' string_to_bool).
-  EXPECT_EQ(
-      fold_boolean_values(V{"--do_train", "--seed", "1", "--do_eval", "0", "--bf16", "t"}, flags),
-      (V{"--do_train=true", "--seed", "1", "--do_eval=false", "--bf16=true"}));
-  EXPECT_EQ(fold_boolean_values(V{"--do_train=maybe"}, flags), (V{"--do_train=maybe"}));
+  // Below 1: a fraction of the total steps, rounded up (HF's Trainer).
+  EXPECT_EQ(Cadence::parse("steps", 0.1, 95).every, 10);
+  EXPECT_EQ(Cadence::parse("steps", 0.5, 3).every, 2);
+  EXPECT_EQ(Cadence::parse("best", 1, 3).kind, Cadence::Kind::no);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "model/sequence_classifier.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/grad_reducer.h"
+#include "train/best_model.h"
 #include "train/distributed.h"
 #include "train/encoded_dataset.h"
 #include "train/task_data.h"
@@ -29,6 +30,9 @@ namespace cpuft {
 
 struct Trainer::State {
   TrainConfig cfg;
+  std::string model_folder;  // --model_name_or_path, resolved (a folder, or the hub cache's)
+  std::string resume_dir;    // the checkpoint training continues from; "" for a fresh start
+  BestModel best;
   TaskData task;
   std::string config_text;
   ModelConfig model_config;
@@ -52,11 +56,25 @@ struct Trainer::State {
   std::unique_ptr<GradReducer> reducer;
   StepTimeline timeline;
 
-  explicit State(const TrainConfig& config) : cfg(config), timeline(0) {}
+  explicit State(const TrainConfig& config) : cfg(config), best(config), timeline(0) {}
 
+  // Rank 0 writes the results; with --save_on_each_node every host's local rank 0 also writes
+  // the checkpoints and the model.
   bool is_writer() const { return dist.rank() == 0; }
-  void print(const std::string& line) const {
-    if (is_writer()) std::printf("%s\n", line.c_str());
+  bool is_saver() const {
+    return cfg.save_on_each_node ? dist.launch.local_rank == 0 : is_writer();
+  }
+  // Rank 0's output, as --log_level allows: info (progress, results) unless warning, error or
+  // critical; warnings (notices) unless error or critical.
+  void print(const std::string& line) const { info(line); }
+  void info(const std::string& line) const {
+    const std::string& level = cfg.log_level;
+    if (is_writer() && level != "warning" && level != "error" && level != "critical")
+      std::printf("%s\n", line.c_str());
+  }
+  void warn(const std::string& line) const {
+    if (is_writer() && cfg.log_level != "error" && cfg.log_level != "critical")
+      std::printf("%s\n", line.c_str());
   }
 
   void log(const nlohmann::json& entry) {

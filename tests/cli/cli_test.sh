@@ -138,16 +138,19 @@ else
     fail "--bf16 on a CPU without bf16: $(cat "$work/stderr")"
 fi
 
-# 4. Bad input: exit code 1, one line "error: ...", no output folder.
-expect_error() {  # expect_error NAME SUBSTRING ARGS...
-  local name="$1" want="$2"
+# 4. Bad input: exit code 1 (2 for a usage error: bad flag value or combination), one line
+#    "error: ...", no output folder.
+expect_error() {  # expect_error NAME SUBSTRING ARGS...   (want_code: 1 unless set)
+  local name="$1" want="$2" want_code="${want_code:-1}"
   shift 2
   local dir="$work/bad-$name"
   "$cpuft" "$@" --output_dir "$dir" >"$work/stdout" 2>"$work/stderr"
   local code=$?
   local lines
   lines=$(wc -l <"$work/stderr")
-  if [ "$code" != 1 ]; then fail "$name: exit code $code (want 1): $(cat "$work/stderr")"; return; fi
+  if [ "$code" != "$want_code" ]; then
+    fail "$name: exit code $code (want $want_code): $(cat "$work/stderr")"; return
+  fi
   if [ "$lines" != 1 ]; then fail "$name: $lines lines on stderr: $(cat "$work/stderr")"; return; fi
   if ! grep -q "^error: .*$want" "$work/stderr"; then
     fail "$name: message lacks '$want': $(cat "$work/stderr")"; return
@@ -181,9 +184,9 @@ mkdir -p "$work/full_dir" && touch "$work/full_dir/x"
 "$cpuft" "${base[@]}" "${files[@]}" --output_dir "$work/full_dir" >/dev/null 2>"$work/stderr"
 [ $? = 1 ] && grep -q "overwrite_output_dir" "$work/stderr" && [ "$(wc -l <"$work/stderr")" = 1 ] &&
   pass || fail "non-empty output_dir: $(cat "$work/stderr")"
-expect_error both-sources "not both" "${base[@]}" "${files[@]}" --task_name mrpc --data_dir "$work"
-expect_error nothing-to-do "nothing to do" train --model_name_or_path "$work/model" "${files[@]}"
-expect_error bad-batch "per_device_train_batch_size" "${base[@]}" "${files[@]}" \
+want_code=2 expect_error both-sources "not both" "${base[@]}" "${files[@]}" --task_name mrpc --data_dir "$work"
+want_code=2 expect_error nothing-to-do "nothing to do" train --model_name_or_path "$work/model" "${files[@]}"
+want_code=2 expect_error bad-batch "per_device_train_batch_size" "${base[@]}" "${files[@]}" \
   --per_device_train_batch_size 0
 cp -r "$work/model" "$work/truncated"
 head -c 5000 "$work/model/model.safetensors" >"$work/truncated/model.safetensors"
@@ -192,6 +195,12 @@ expect_error truncated-weights "model.safetensors" train --model_name_or_path "$
 cp -r "$work/model" "$work/badcfg"
 sed -i 's/"hidden_size": 32/"hidden_size": "32"/' "$work/badcfg/config.json"
 expect_error bad-config "hidden_size" train --model_name_or_path "$work/badcfg" --do_train "${files[@]}"
+
+want_code=2 expect_error unknown-flag "unknown flag --learning_rte (did you mean --learning_rate?)" \
+  "${base[@]}" "${files[@]}" --learning_rte 1
+want_code=2 expect_error bad-value "--max_steps: expected an integer, got 'ten'" \
+  "${base[@]}" "${files[@]}" --max_steps ten
+want_code=2 expect_error refused-fp16 "use --bf16" "${base[@]}" "${files[@]}" --fp16 True
 
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]

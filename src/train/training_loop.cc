@@ -1,0 +1,260 @@
+// The training loop of `cpuft train` (see training_loop.h).
+#include "train/training_loop.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <vector>
+
+#include "core/check.h"
+#include "core/timer.h"
+#include "io/hf_checkpoint.h"
+#include "optim/adamw.h"
+#include "optim/lr_schedule.h"
+#include "step/train_step.h"
+#include "train/checkpoint.h"
+#include "train/evaluation.h"
+#include "train/outputs.h"
+#include "train/progress.h"
+#include "train/trainer_state.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace cpuft {
+
+namespace {
+
+// The mean of a per-rank value over all ranks (the value itself on one process).
+double mean_over_ranks(Trainer::State& s, double value) {
+  if (s.dist.world_size() == 1) return value;
+  float total = static_cast<float>(value);
+  s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(&total, 1));
+  return static_cast<double>(total) / s.dist.world_size();
+}
+
+// Batches a rank runs in one epoch: every rank sees ceil(n / world) examples (DistributedSampler's
+// padding); --dataloader_drop_last drops the last incomplete batch.
+int64_t batches_per_epoch(const Trainer::State& s) {
+  const TrainConfig& c = s.cfg;
+  const int64_t world = s.dist.world_size();
+  const int64_t per_rank = (s.train.size() + world - 1) / world;
+  const int64_t batch = c.per_device_train_batch_size;
+  const int64_t batches =
+      c.dataloader_drop_last ? per_rank / batch : (per_rank + batch - 1) / batch;
+  CPUFT_REQUIRE(batches > 0, "--dataloader_drop_last: each rank has ", per_rank,
+                " training examples, fewer than one batch of ", batch);
+  return batches;
+}
+
+// Warmup steps: --warmup_steps (below 1: a fraction of the steps, as transformers 5), else
+// --warmup_ratio.
+int64_t warmup_steps(const TrainConfig& c, int64_t max_steps) {
+  const double total = static_cast<double>(max_steps);
+  if (c.warmup_steps >= 1) return static_cast<int64_t>(c.warmup_steps);
+  if (c.warmup_steps > 0) return static_cast<int64_t>(std::ceil(c.warmup_steps * total));
+  return static_cast<int64_t>(std::ceil(c.warmup_ratio * total));
+}
+
+// One evaluation during training: logged, shown, and compared with the best so far. Returns
+// whether it is a new best.
+bool evaluate_during_training(Trainer::State& s, Progress& progress) {
+  json metrics = evaluate(s);
+  metrics["epoch"] = round_to(s.epoch, 4);
+  metrics["step"] = s.global_step;
+  s.log(metrics);
+  if (s.is_writer() && s.cfg.log_level != "error" && s.cfg.log_level != "critical")
+    progress.message(str("eval at step ", s.global_step, ": ", metrics.dump()));
+  return s.best.observe(metrics, s.global_step);
+}
+
+void save_checkpoint_now(Trainer::State& s, const fs::path& out, AdamW& adamw) {
+  // Every rank knows the best checkpoint (the metrics are the same everywhere); the savers write.
+  s.best.saved(s.global_step, (out / str("checkpoint-", s.global_step)).string());
+  if (!s.is_saver()) return;
+  CheckpointContent content{s.global_step, s.epoch, s.max_steps, s.log_history, s.best};
+  save_checkpoint(
+      out, content, *s.layout, s.params.data(), adamw,
+      fine_tuned_config(s.config_text, s.task.label_names, s.task.regression, s.task.task_name),
+      *s.tokenizer, s.cfg.save_total_limit, s.cfg);
+}
+
+// --load_best_model_at_end: rank 0 reads the best checkpoint's weights and every rank takes them.
+void load_best_model(Trainer::State& s) {
+  const std::string& dir = s.best.best_model_checkpoint();
+  if (!s.cfg.load_best_model_at_end) return;
+  if (dir.empty()) {
+    s.warn(
+        "--load_best_model_at_end: no checkpoint was saved at a best evaluation; keeping the "
+        "last weights");
+    return;
+  }
+  s.info(
+      str("loading best model from ", dir, " (", s.best.metric(), " ", *s.best.best_metric(), ")"));
+  if (s.is_writer()) load_checkpoint_weights(dir, *s.layout, s.params.data());
+  s.dist.comm->broadcast(s.params.data(), s.layout->total_floats() * sizeof(float), 0);
+  s.model->refresh_bf16_weights(s.p);
+}
+
+}  // namespace
+
+// Fine-tunes for max_steps optimizer steps, logging, evaluating and saving checkpoints on the way
+// as the strategies say; then writes the model, config, tokenizer and train_results.json.
+// Returns train_results.
+json train(Trainer::State& s, const fs::path& out, bool tty) {
+  const TrainConfig& c = s.cfg;
+  const int world = s.dist.world_size();
+  const int64_t n = s.train.size();
+  const int64_t epoch_batches = batches_per_epoch(s);
+  s.steps_per_epoch = std::max<int64_t>(
+      1, (epoch_batches + c.gradient_accumulation_steps - 1) / c.gradient_accumulation_steps);
+  s.max_steps = c.max_steps > 0 ? c.max_steps
+                                : static_cast<int64_t>(std::ceil(
+                                      c.num_train_epochs * static_cast<double>(s.steps_per_epoch)));
+  const LrSchedule schedule{parse_schedule_kind(c.lr_scheduler_type), c.learning_rate,
+                            warmup_steps(c, s.max_steps), s.max_steps};
+  AdamW adamw(*s.layout, AdamWOptions{c.adam_beta1, c.adam_beta2, c.adam_epsilon, c.weight_decay});
+  const Cadence log_cadence = Cadence::parse(c.logging_strategy, c.logging_steps, s.max_steps);
+  const Cadence eval_cadence = Cadence::parse(
+      c.eval_strategy, c.eval_steps > 0 ? c.eval_steps : c.logging_steps, s.max_steps);
+  const Cadence save_cadence = Cadence::parse(c.save_strategy, c.save_steps, s.max_steps);
+
+  ResumePoint resume;
+  if (!s.resume_dir.empty()) {
+    resume = load_checkpoint(s.resume_dir, *s.layout, s.params.data(), adamw);
+    s.model->refresh_bf16_weights(s.p);
+    s.global_step = resume.global_step;
+    s.log_history = resume.log_history;
+    s.best.restore(resume.trainer_state);
+    s.info(str("resumed from ", s.resume_dir, " at step ", s.global_step));
+  }
+
+  s.info(str("training: ", n, " examples, ",
+             (s.max_steps + s.steps_per_epoch - 1) / s.steps_per_epoch, " epochs, ", world,
+             " rank(s) x batch ", c.per_device_train_batch_size, " x ",
+             c.gradient_accumulation_steps, " accumulation, ", s.max_steps, " steps, ",
+             s.dist.threads, " threads per rank", c.bf16 ? ", bf16 matrix products" : ""));
+  // The step: forward/backward over the micro-batches, reduction over the ranks, clip, AdamW.
+  TrainStep train_step(*s.model, *s.layout, s.params, s.grads, adamw,
+                       StepOptions{c.seed, static_cast<uint32_t>(s.dist.rank()),
+                                   c.gradient_accumulation_steps, c.max_grad_norm});
+  train_step.set_reducer(s.reducer.get());
+  TimelineRecorder recorder(s.timeline);
+  if (!c.timeline_dir.empty()) train_step.set_observer(&recorder);
+
+  Progress progress(s.max_steps, tty);
+  if (c.eval_on_start && s.global_step == 0) evaluate_during_training(s, progress);
+  Stopwatch run_watch;
+  std::vector<Batch> micro_batches(static_cast<size_t>(c.gradient_accumulation_steps));
+  double loss_since_log = 0, train_loss_sum = 0, overlap_sum = 0;
+  int64_t steps_since_log = 0, samples_seen = 0;
+  double last_grad_norm = 0;
+  const uint64_t data_seed = c.data_seed >= 0 ? static_cast<uint64_t>(c.data_seed) : c.seed;
+  bool done = s.global_step >= s.max_steps;
+  for (int64_t epoch = s.global_step / s.steps_per_epoch; !done; ++epoch) {
+    const std::vector<int64_t> order = shard_order(
+        epoch_order(s.train, data_seed, epoch, c.group_by_length, c.per_device_train_batch_size),
+        s.dist.rank(), world);
+    const int64_t first_step_of_epoch = epoch * s.steps_per_epoch;
+    // Step k of the epoch runs batches [k * accumulation, (k + 1) * accumulation) of the epoch's
+    // order; the epoch's last step may have fewer.
+    for (int64_t k = 0; k * c.gradient_accumulation_steps < epoch_batches && !done; ++k) {
+      if (first_step_of_epoch + k < s.global_step) continue;  // resuming
+      const int64_t first_batch = k * c.gradient_accumulation_steps;
+      const int64_t micros =
+          std::min<int64_t>(c.gradient_accumulation_steps, epoch_batches - first_batch);
+      for (int64_t m = 0; m < micros; ++m) {
+        const int64_t begin = (first_batch + m) * c.per_device_train_batch_size;
+        const int64_t end = std::min<int64_t>(static_cast<int64_t>(order.size()),
+                                              begin + c.per_device_train_batch_size);
+        fill_batch(micro_batches[static_cast<size_t>(m)], s.train,
+                   {order.data() + begin, static_cast<size_t>(end - begin)}, s.task.regression);
+        samples_seen += (end - begin) * world;
+      }
+      const StepResult step =
+          train_step.run(s.global_step, {micro_batches.data(), static_cast<size_t>(micros)},
+                         schedule.lr(s.global_step));
+      for (int64_t m = 0; m < micros; ++m)
+        s.total_flos += 6.0 * s.dense_params *
+                        static_cast<double>(micro_batches[static_cast<size_t>(m)].num_tokens()) *
+                        world;
+      if (s.reducer) overlap_sum += s.reducer->last_stats().overlap_ratio;
+      last_grad_norm = step.grad_norm;
+      ++s.global_step;
+      loss_since_log += step.loss;
+      train_loss_sum += step.loss;
+      ++steps_since_log;
+      s.epoch = static_cast<double>(s.global_step) / static_cast<double>(s.steps_per_epoch);
+      done = s.global_step >= s.max_steps;
+      const bool epoch_end = first_batch + micros == epoch_batches;
+      progress.update(s.global_step, step.loss,
+                      static_cast<double>(samples_seen) / run_watch.seconds());
+
+      const bool log_due =
+          log_cadence.due(s.global_step, epoch_end) || (c.logging_first_step && s.global_step == 1);
+      if (log_due && steps_since_log > 0) {
+        // The logged loss is the mean over ranks: one small all-reduce per log line, not per step
+        // (every rank takes the same logging decisions).
+        loss_since_log = mean_over_ranks(s, loss_since_log);
+        json entry = {{"loss", round_to(loss_since_log / static_cast<double>(steps_since_log), 4)},
+                      {"grad_norm", last_grad_norm},
+                      {"learning_rate", schedule.lr(s.global_step)},
+                      {"epoch", round_to(s.epoch, 4)},
+                      {"step", s.global_step}};
+        if (s.reducer)
+          entry["overlap_ratio"] = round_to(overlap_sum / static_cast<double>(steps_since_log), 3);
+        s.log(entry);
+        if (!tty)
+          s.info(str("step ", s.global_step, "/", s.max_steps, "  loss ",
+                     loss_since_log / static_cast<double>(steps_since_log), "  lr ",
+                     schedule.lr(s.global_step), "  epoch ", round_to(s.epoch, 2)));
+        loss_since_log = 0;
+        overlap_sum = 0;
+        steps_since_log = 0;
+      }
+      // --eval_delay: no evaluation before that many steps (epochs for the epoch strategy).
+      const double progress_point =
+          eval_cadence.kind == Cadence::Kind::epoch ? s.epoch : static_cast<double>(s.global_step);
+      bool new_best = false;
+      if (eval_cadence.due(s.global_step, epoch_end) && progress_point >= c.eval_delay)
+        new_best = evaluate_during_training(s, progress);
+      if (save_cadence.due(s.global_step, epoch_end) || (c.save_strategy == "best" && new_best))
+        save_checkpoint_now(s, out, adamw);
+    }
+  }
+  progress.finish();
+  load_best_model(s);
+  train_loss_sum = mean_over_ranks(s, train_loss_sum);
+  const double runtime = run_watch.seconds();
+  const int64_t trained_steps = s.global_step - resume.global_step;
+  json train_results = {
+      {"epoch", round_to(s.epoch, 4)},
+      {"total_flos", s.total_flos},
+      {"train_loss", trained_steps > 0 ? train_loss_sum / static_cast<double>(trained_steps) : 0.0},
+      {"train_runtime", round_to(runtime, 4)},
+      {"train_samples", n},
+      {"train_samples_per_second", round_to(static_cast<double>(samples_seen) / runtime, 3)},
+      {"train_steps_per_second", round_to(static_cast<double>(trained_steps) / runtime, 3)},
+  };
+  json summary = train_results;
+  summary.erase("train_samples");
+  summary["step"] = s.global_step;
+  s.log(summary);
+
+  if (s.is_saver()) {  // the fine-tuned model, in the Trainer's layout
+    save_hf_weights((out / "model.safetensors").string(), *s.layout, s.params.data());
+    write_json(
+        (out / "config.json").string(),
+        fine_tuned_config(s.config_text, s.task.label_names, s.task.regression, s.task.task_name));
+    s.tokenizer->save(c.output_dir);
+  }
+  if (s.is_writer()) write_json((out / "train_results.json").string(), train_results);
+  if (!c.timeline_dir.empty()) {
+    fs::create_directories(c.timeline_dir);
+    s.timeline.write(
+        (fs::path(c.timeline_dir) / str("timeline-rank", s.dist.rank(), ".json")).string());
+  }
+  return train_results;
+}
+
+}  // namespace cpuft
