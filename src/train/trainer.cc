@@ -18,6 +18,7 @@
 #include "io/weight_files.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
 #include "step/train_step.h"
 #include "train/checkpoint.h"
 #include "train/evaluation.h"
@@ -205,7 +206,10 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
           : static_cast<int64_t>(std::ceil(c.warmup_ratio * static_cast<double>(s.max_steps)));
   const LrSchedule schedule{parse_schedule_kind(c.lr_scheduler_type), c.learning_rate, warmup,
                             s.max_steps};
-  AdamW adamw(*s.layout, AdamWOptions{c.adam_beta1, c.adam_beta2, c.adam_epsilon, c.weight_decay});
+  // TODO(optim): TrainingArguments.optim / optim_args, once TrainConfig has them.
+  const std::unique_ptr<Optimizer> optimizer =
+      make_optimizer("adamw_torch", "", *s.layout,
+                     OptimizerOptions{c.adam_beta1, c.adam_beta2, c.adam_epsilon, c.weight_decay});
   const Cadence log_cadence = Cadence::parse(c.logging_strategy, c.logging_steps);
   const Cadence eval_cadence =
       Cadence::parse(c.eval_strategy, c.eval_steps > 0 ? c.eval_steps : c.logging_steps);
@@ -213,7 +217,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
 
   ResumePoint resume;
   if (!c.resume_from_checkpoint.empty()) {
-    resume = load_checkpoint(c.resume_from_checkpoint, *s.layout, s.params.data(), adamw);
+    resume = load_checkpoint(c.resume_from_checkpoint, *s.layout, s.params.data(), *optimizer);
     s.model->refresh_bf16_weights(s.p);
     s.global_step = resume.global_step;
     s.log_history = resume.log_history;
@@ -226,7 +230,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
               c.gradient_accumulation_steps, " accumulation, ", s.max_steps, " steps, ",
               s.dist.threads, " threads per rank", c.bf16 ? ", bf16 matrix products" : ""));
   // The step: forward/backward over the micro-batches, reduction over the ranks, clip, AdamW.
-  TrainStep train_step(*s.model, *s.layout, s.params, s.grads, adamw,
+  TrainStep train_step(*s.model, *s.layout, s.params, s.grads, *optimizer,
                        StepOptions{c.seed, static_cast<uint32_t>(s.dist.rank()),
                                    c.gradient_accumulation_steps, c.max_grad_norm});
   train_step.set_reducer(s.reducer.get());
@@ -309,7 +313,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       }
       if (save_cadence.due(s.global_step, epoch_end) && s.is_writer()) {
         CheckpointContent content{s.global_step, s.epoch, s.max_steps, s.log_history};
-        save_checkpoint(out, content, *s.layout, s.params.data(), adamw,
+        save_checkpoint(out, content, *s.layout, s.params.data(), *optimizer,
                         fine_tuned_config(s.config_text, s.task.label_names, s.task.regression,
                                           s.task.task_name),
                         *s.tokenizer, c.save_total_limit, c);
