@@ -325,26 +325,29 @@ TEST_F(Avx512VsReference, BiasBackward) {
 }
 
 TEST_F(Avx512VsReference, CrossEntropy) {
-  for (int64_t K : {1, 2, 3, 15, 16, 17, 1000})
-    for (int64_t N : kRows) {
-      const FVec logits = random_normal<float>(rng, N * K, 0, 3);
-      const auto labels = random_ids(rng, N, static_cast<int32_t>(K));
-      FVec d_r(N * K), d_s(N * K);
-      const float loss_scale = 3.0f;
-      const float loss_r = ref.cross_entropy_forward_backward(d_r.data(), logits.data(),
-                                                              labels.data(), loss_scale, N, K);
-      const float loss_s = simd().cross_entropy_forward_backward(d_s.data(), logits.data(),
-                                                                 labels.data(), loss_scale, N, K);
-      // Loss per row: max + log(sum) - z[label], sum of K exps (kEps sqrt(K) relative), log
-      // (1 ulp): absolute error ~kEps sqrt(K) + ulp(|terms|) with |terms| up to ~10.
-      const double c = kEps * (8 + 4 * std::sqrt(static_cast<double>(K)));
-      EXPECT_NEAR(loss_s, loss_r, c * 16) << shape(N, K);
-      // d = (p - onehot) * scale / N with p relative error as softmax's.
-      const double g = loss_scale / static_cast<double>(N);
-      expect_close(
-          d_s, d_r, [&](std::size_t k) { return g * (c * std::abs(d_r[k] / g) + 2 * kEps); },
-          "d_logits " + shape(N, K));
-    }
+  for (float eps : {0.0f, 0.1f})
+    for (int64_t K : {1, 2, 3, 15, 16, 17, 1000})
+      for (int64_t N : kRows) {
+        const FVec logits = random_normal<float>(rng, N * K, 0, 3);
+        const auto labels = random_ids(rng, N, static_cast<int32_t>(K));
+        FVec d_r(N * K), d_s(N * K);
+        const float loss_scale = 3.0f;
+        const float loss_r = ref.cross_entropy_forward_backward(
+            d_r.data(), logits.data(), labels.data(), loss_scale, N, K, eps);
+        const float loss_s = simd().cross_entropy_forward_backward(
+            d_s.data(), logits.data(), labels.data(), loss_scale, N, K, eps);
+        // Loss per row: max + log(sum) - z[label], sum of K exps (kEps sqrt(K) relative), log
+        // (1 ulp): absolute error ~kEps sqrt(K) + ulp(|terms|) with |terms| up to ~10. The
+        // smoothing term is a mean of K such differences, each off by the same logsumexp error.
+        const double c = kEps * (8 + 4 * std::sqrt(static_cast<double>(K)));
+        const std::string what = shape(N, K) + " eps " + std::to_string(eps);
+        EXPECT_NEAR(loss_s, loss_r, c * 16) << what;
+        // d = (p - target) * scale / N with p relative error as softmax's.
+        const double g = loss_scale / static_cast<double>(N);
+        expect_close(
+            d_s, d_r, [&](std::size_t k) { return g * (c * std::abs(d_r[k] / g) + 2 * kEps); },
+            "d_logits " + what);
+      }
 }
 
 TEST_F(Avx512VsReference, Mse) {

@@ -85,11 +85,13 @@ struct KernelTable {
   // d_b(C) += sum over rows of d_y(N, C).   (accumulate)
   void (*bias_backward)(float* d_b, const float* d_y, int64_t N, int64_t C);
 
-  // Mean cross-entropy over N rows of logits(N,K) with integer labels (N); returns the mean loss.
-  // Writes d_logits(N,K) = (softmax(logits) - onehot(label)) * loss_scale / N.
+  // Mean cross-entropy over N rows of logits(N,K) with integer labels (N) and label smoothing
+  // eps in [0, 1] (torch's CrossEntropyLoss(label_smoothing=eps); 0: plain); returns the mean loss
+  // (1 - eps) nll + eps mean_k(-log_softmax_k). Writes
+  // d_logits(N,K) = (softmax(logits) - ((1 - eps) onehot(label) + eps / K)) * loss_scale / N.
   float (*cross_entropy_forward_backward)(float* d_logits, const float* logits,
                                           const int32_t* labels, float loss_scale, int64_t N,
-                                          int64_t K);
+                                          int64_t K, float label_smoothing);
   // Mean squared error over N predictions (N) and targets (N); returns the mean loss.
   // Writes d_pred = 2 * (pred - target) * loss_scale / N.
   float (*mse_forward_backward)(float* d_pred, const float* pred, const float* target,

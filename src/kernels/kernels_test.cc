@@ -61,24 +61,71 @@ TEST(Fused, AddLayerNormEqualsAddThenLayerNorm) {
 TEST(Fused, CrossEntropyGradientIsSoftmaxMinusOnehot) {
   std::mt19937 rng(11);
   for (const KernelTable* t : tables())
+    for (int64_t K : {2, 3, 17})
+      for (float eps : {0.0f, 0.1f, 0.37f}) {
+        const int64_t N = 6;
+        const FVec logits = random_normal<float>(rng, N * K, 0, 2);
+        const auto labels = random_ids(rng, N, static_cast<int32_t>(K));
+        const float loss_scale = 1.0f;
+        FVec d(N * K), p(N * K);
+        t->cross_entropy_forward_backward(d.data(), logits.data(), labels.data(), loss_scale, N, K,
+                                          eps);
+        t->softmax_forward(p.data(), logits.data(), N, K);
+        FVec want(N * K);
+        const float g = loss_scale / static_cast<float>(N);
+        // The smoothed target: (1 - eps) onehot + eps / K.
+        const float off = eps / static_cast<float>(K), on = (1.0f - eps) + off;
+        for (int64_t i = 0; i < N; ++i)
+          for (int64_t k = 0; k < K; ++k)
+            want[i * K + k] = (p[i * K + k] - (k == labels[i] ? on : off)) * g;
+        // Same exps, sum and reciprocal as the softmax kernel of the same table: a couple of ulp
+        // of slack only for the differing order of operations in the final product.
+        expect_close(
+            d, want, [&](std::size_t k) { return 2 * kEps * (std::abs(want[k]) + g * kEps); },
+            std::string(t->isa) + " K=" + std::to_string(K) + " eps=" + std::to_string(eps));
+      }
+}
+
+// The smoothed loss against torch's definition written out in double: (1 - eps) nll + eps times
+// the mean over the classes of -log_softmax; eps = 0 gives plain cross-entropy bit for bit.
+TEST(Losses, LabelSmoothingLossIsTorchs) {
+  std::mt19937 rng(12);
+  for (const KernelTable* t : tables())
     for (int64_t K : {2, 3, 17}) {
-      const int64_t N = 6;
-      const FVec logits = random_normal<float>(rng, N * K, 0, 2);
+      const int64_t N = 7;
+      const FVec logits = random_normal<float>(rng, N * K, 0, 3);
       const auto labels = random_ids(rng, N, static_cast<int32_t>(K));
-      const float loss_scale = 1.0f;
-      FVec d(N * K), p(N * K);
-      t->cross_entropy_forward_backward(d.data(), logits.data(), labels.data(), loss_scale, N, K);
-      t->softmax_forward(p.data(), logits.data(), N, K);
-      FVec want(N * K);
-      const float g = loss_scale / static_cast<float>(N);
-      for (int64_t i = 0; i < N; ++i)
-        for (int64_t k = 0; k < K; ++k)
-          want[i * K + k] = (p[i * K + k] - (k == labels[i] ? 1.f : 0.f)) * g;
-      // Same exps, sum and reciprocal as the softmax kernel of the same table: a couple of ulp
-      // of slack only for the differing order of operations in the final product.
-      expect_close(
-          d, want, [&](std::size_t k) { return 2 * kEps * (std::abs(want[k]) + g * kEps); },
-          std::string(t->isa) + " K=" + std::to_string(K));
+      for (float eps : {0.0f, 0.1f, 0.5f, 1.0f}) {
+        double want = 0;
+        for (int64_t i = 0; i < N; ++i) {
+          const float* z = logits.data() + i * K;
+          double mx = z[0], s = 0, mean_neg_logp = 0;
+          for (int64_t k = 1; k < K; ++k) mx = std::max(mx, static_cast<double>(z[k]));
+          for (int64_t k = 0; k < K; ++k) s += std::exp(z[k] - mx);
+          const double lse = mx + std::log(s);
+          for (int64_t k = 0; k < K; ++k) mean_neg_logp += (lse - z[k]) / static_cast<double>(K);
+          want += ((1.0 - eps) * (lse - z[labels[i]]) + eps * mean_neg_logp) / N;
+        }
+        FVec d(N * K);
+        const float loss = t->cross_entropy_forward_backward(d.data(), logits.data(), labels.data(),
+                                                             1.f, N, K, eps);
+        // Per row: a float logsumexp (a few ulp of |terms| <= ~15) and float differences.
+        EXPECT_NEAR(loss, want, 64 * kEps * (1 + std::abs(want)))
+            << t->isa << " K=" << K << " eps=" << eps;
+        if (eps == 0.0f) {
+          FVec d0(N * K);
+          const float plain = t->cross_entropy_forward_backward(d0.data(), logits.data(),
+                                                                labels.data(), 1.f, N, K, 0.0f);
+          EXPECT_EQ(loss, plain);
+        }
+        // Each row of the gradient sums to zero (both the softmax and the target sum to 1).
+        for (int64_t i = 0; i < N; ++i) {
+          double row = 0;
+          for (int64_t k = 0; k < K; ++k) row += d[i * K + k];
+          EXPECT_NEAR(row, 0.0, 4.0 * static_cast<double>(K) * kEps / N)
+              << t->isa << " K=" << K << " eps=" << eps;
+        }
+      }
     }
 }
 
@@ -86,15 +133,18 @@ TEST(Losses, LabelOutOfRangeThrows) {
   for (const KernelTable* t : tables()) {
     FVec logits(6, 0.f), d(6);
     const int32_t bad_high[2] = {0, 3}, bad_low[2] = {-1, 0};
-    EXPECT_THROW(t->cross_entropy_forward_backward(d.data(), logits.data(), bad_high, 1.f, 2, 3),
-                 Error)
+    EXPECT_THROW(
+        t->cross_entropy_forward_backward(d.data(), logits.data(), bad_high, 1.f, 2, 3, 0.f), Error)
         << t->isa;
-    EXPECT_THROW(t->cross_entropy_forward_backward(d.data(), logits.data(), bad_low, 1.f, 2, 3),
-                 Error)
+    EXPECT_THROW(
+        t->cross_entropy_forward_backward(d.data(), logits.data(), bad_low, 1.f, 2, 3, 0.f), Error)
         << t->isa;
     const int32_t good[2] = {2, 0};
     // Uniform logits: loss = log 3.
-    EXPECT_NEAR(t->cross_entropy_forward_backward(d.data(), logits.data(), good, 1.f, 2, 3),
+    EXPECT_NEAR(t->cross_entropy_forward_backward(d.data(), logits.data(), good, 1.f, 2, 3, 0.f),
+                std::log(3.0), 4 * kEps);
+    // Uniform logits: every -log_softmax is log 3, so smoothing leaves the loss at log 3.
+    EXPECT_NEAR(t->cross_entropy_forward_backward(d.data(), logits.data(), good, 1.f, 2, 3, 0.2f),
                 std::log(3.0), 4 * kEps);
   }
 }
@@ -290,7 +340,7 @@ TEST(Accumulation, ParameterGradsAccumulateActivationGradsOverwrite) {
     });
     const auto labels = random_ids(rng, N, static_cast<int32_t>(D));
     check_overwrite("cross_entropy", [&](float* d) {
-      t->cross_entropy_forward_backward(d, x.data(), labels.data(), 1.f, N, D);
+      t->cross_entropy_forward_backward(d, x.data(), labels.data(), 1.f, N, D, 0.1f);
     });
     check_overwrite("mse", [&](float* d) {
       // n predictions; only the first n written, all must be.

@@ -175,26 +175,31 @@ TEST(ReferenceGrad, CrossEntropy) {
   std::mt19937 rng(6);
   const int64_t N = 4, K = 3;
   const float loss_scale = 1.75f;  // d_logits carries the scale, the returned loss does not
-  Vec logits = random_normal<double>(rng, N * K, 0, 2);
-  const auto labels = random_ids(rng, N, static_cast<int32_t>(K));
-  Vec d_logits(N * K), scratch(N * K);
-  auto loss = [&] {
-    return reference::cross_entropy_forward_backward(scratch.data(), logits.data(), labels.data(),
-                                                     1.0f, N, K);
-  };
-  const double value = reference::cross_entropy_forward_backward(d_logits.data(), logits.data(),
-                                                                 labels.data(), loss_scale, N, K);
-  // The loss itself: mean of logsumexp - logit[label], computed here directly.
-  double want = 0;
-  for (int64_t i = 0; i < N; ++i) {
-    double s = 0;
-    for (int64_t k = 0; k < K; ++k) s += std::exp(logits[i * K + k]);
-    want += (std::log(s) - logits[i * K + labels[i]]) / N;
+  for (float eps : {0.0f, 0.1f, 0.6f}) {
+    Vec logits = random_normal<double>(rng, N * K, 0, 2);
+    const auto labels = random_ids(rng, N, static_cast<int32_t>(K));
+    Vec d_logits(N * K), scratch(N * K);
+    auto loss = [&] {
+      return reference::cross_entropy_forward_backward(scratch.data(), logits.data(), labels.data(),
+                                                       1.0f, N, K, eps);
+    };
+    const double value = reference::cross_entropy_forward_backward(
+        d_logits.data(), logits.data(), labels.data(), loss_scale, N, K, eps);
+    // The loss itself: mean of (1 - eps) (logsumexp - logit[label]) + eps mean_k(logsumexp -
+    // logit[k]) (torch's CrossEntropyLoss(label_smoothing=eps)), computed here directly.
+    double want = 0;
+    for (int64_t i = 0; i < N; ++i) {
+      double s = 0, mean = 0;
+      for (int64_t k = 0; k < K; ++k) s += std::exp(logits[i * K + k]);
+      for (int64_t k = 0; k < K; ++k) mean += (std::log(s) - logits[i * K + k]) / K;
+      const double e = eps;  // the kernel's eps, in double (1 - eps in float would round)
+      want += ((1 - e) * (std::log(s) - logits[i * K + labels[i]]) + e * mean) / N;
+    }
+    EXPECT_NEAR(value, want, 1e-12) << "eps " << eps;
+    Vec unscaled = d_logits;
+    for (auto& v : unscaled) v /= loss_scale;
+    expect_gradient(logits, unscaled, loss, "d_logits eps " + std::to_string(eps));
   }
-  EXPECT_NEAR(value, want, 1e-12);
-  Vec unscaled = d_logits;
-  for (auto& v : unscaled) v /= loss_scale;
-  expect_gradient(logits, unscaled, loss, "d_logits");
 }
 
 TEST(ReferenceGrad, Mse) {

@@ -332,7 +332,15 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   CPUFT_REQUIRE(static_cast<int64_t>(batch.labels.size()) == B, "classification batch needs ", B,
                 " labels, got ", batch.labels.size());
   return k.cross_entropy_forward_backward(s.d_logits, s.logits, batch.labels.data(), loss_scale, B,
-                                          K);
+                                          K, loss_options_.label_smoothing);
+}
+
+void SequenceClassifier::set_loss_options(const LossOptions& options) {
+  const float eps = options.label_smoothing;
+  CPUFT_REQUIRE(eps >= 0.0f && eps <= 1.0f, "label_smoothing_factor ", eps, " is outside [0, 1]");
+  CPUFT_REQUIRE(eps == 0.0f || !config_.is_regression(), "label_smoothing_factor ", eps,
+                " needs a classification model; this one is a regression (num_labels 1, MSE loss)");
+  loss_options_ = options;
 }
 
 void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,

@@ -36,6 +36,17 @@ struct StepContext {
 // Told when all parameter gradients of one layer are final during backward, in backward order:
 // classifier, pooler, layer L-1 ... 0, embeddings (ParamSpec::layer numbering). The gradient
 // reducer listens here to start communication while the backward pass continues.
+// How forward(with_loss) computes the loss.
+struct LossOptions {
+  // HF TrainingArguments.label_smoothing_factor: the classification loss becomes torch's
+  // CrossEntropyLoss(label_smoothing=eps) (HF Trainer's LabelSmoother on single-label logits),
+  // (1 - eps) nll + eps mean_k(-log_softmax_k), in training and in evaluation alike. In [0, 1];
+  // 0 is plain cross-entropy. Classification only: a regression model (num_labels == 1, MSE) has
+  // no labels to smooth, and the caller wiring the flag must refuse it there (HF's LabelSmoother
+  // would fail on float targets); set_loss_options() throws cpuft::Error as a last resort.
+  float label_smoothing = 0.0f;
+};
+
 class GradListener {
  public:
   virtual ~GradListener() = default;
@@ -51,6 +62,11 @@ class SequenceClassifier {
   SequenceClassifier(const ModelConfig& config, const ModelLimits& limits,
                      MatmulPrecision precision = MatmulPrecision::f32);
   ~SequenceClassifier();
+
+  // The loss forward(with_loss) computes from now on (default: LossOptions{}). Throws
+  // cpuft::Error, in one line, for label_smoothing outside [0, 1] or on a regression model.
+  void set_loss_options(const LossOptions& options);
+  const LossOptions& loss_options() const { return loss_options_; }
 
   // Rounds the encoder's linear weights into the bf16 copy; a no-op for fp32 models.
   void refresh_bf16_weights(const ModelParams& params);
@@ -72,6 +88,7 @@ class SequenceClassifier {
   struct State;
   ModelConfig config_;
   ModelLimits limits_;
+  LossOptions loss_options_;
   std::unique_ptr<State> state_;
 };
 

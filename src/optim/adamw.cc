@@ -12,6 +12,10 @@ AdamW::AdamW(const ParamLayout& layout, const AdamWOptions& options)
       m_(static_cast<size_t>(layout.total_floats())),
       v_(static_cast<size_t>(layout.total_floats())) {}
 
+std::vector<OptimizerState> AdamW::state_buffers() {
+  return {{"exp_avg", &m_}, {"exp_avg_sq", &v_}};
+}
+
 void AdamW::step(float* params, const float* grads, double lr) {
   ++steps_;
   AdamWStep s;

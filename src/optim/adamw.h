@@ -6,6 +6,7 @@
 
 #include "core/buffer.h"
 #include "model/param_layout.h"
+#include "optim/optimizer.h"
 
 namespace cpuft {
 
@@ -16,17 +17,17 @@ struct AdamWOptions {
   double weight_decay = 0.0;
 };
 
-class AdamW {
+class AdamW final : public Optimizer {
  public:
   AdamW(const ParamLayout& layout, const AdamWOptions& options);
 
   // One update of all parameters with learning rate `lr`; increments the step count first
   // (torch's bias correction uses step >= 1).
-  void step(float* params, const float* grads, double lr);
+  void step(float* params, const float* grads, double lr) override;
+  // Checkpoints: "adamw_steps", and "exp_avg.<name>", "exp_avg_sq.<name>" per parameter.
+  const char* state_kind() const override { return "adamw"; }
+  std::vector<OptimizerState> state_buffers() override;
 
-  int64_t steps_taken() const { return steps_; }
-  // For resuming from a checkpoint whose moments were loaded into exp_avg()/exp_avg_sq().
-  void set_steps_taken(int64_t steps) { steps_ = steps; }
   AlignedBuffer<float>& exp_avg() { return m_; }
   AlignedBuffer<float>& exp_avg_sq() { return v_; }
 
@@ -34,7 +35,6 @@ class AdamW {
   const ParamLayout& layout_;
   AdamWOptions options_;
   AlignedBuffer<float> m_, v_;
-  int64_t steps_ = 0;
 };
 
 // Global L2 norm of all gradients; when above max_norm (> 0) scales them by

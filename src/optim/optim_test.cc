@@ -1,7 +1,22 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "core/check.h"
+#include "model/model_config.h"
+#include "model/param_layout.h"
+#include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
+#include "optim/sgd.h"
+#include "test_paths.h"
 
 namespace cpuft {
 namespace {
@@ -37,7 +52,198 @@ TEST(LrSchedule, ConstantKinds) {
 
 TEST(LrSchedule, ParseNames) {
   EXPECT_EQ(parse_schedule_kind("cosine"), ScheduleKind::cosine);
+  EXPECT_EQ(parse_schedule_kind("warmup_stable_decay"), ScheduleKind::warmup_stable_decay);
   EXPECT_THROW(parse_schedule_kind("polynomial-ish"), Error);
+}
+
+nlohmann::json read_json(const std::string& name) {
+  std::ifstream in(testing::fixture_path(name));
+  EXPECT_TRUE(in.good()) << name;
+  return nlohmann::json::parse(in);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Every schedule kind against transformers.get_scheduler, step by step as the Trainer steps it
+// (tests/fixtures/lr_schedules.json, tools/make_optim_fixtures.py): warmup 0 and > 0, totals the
+// cycles do not divide, the kwargs of each kind, and steps past the total.
+TEST(LrSchedule, EveryKindMatchesTransformers) {
+  const nlohmann::json fixture = read_json("lr_schedules.json");
+  std::set<std::string> kinds;
+  int compared = 0;
+  for (const nlohmann::json& c : fixture.at("cases")) {
+    const std::string type = c.at("type");
+    kinds.insert(type);
+    const LrSchedule s = make_lr_schedule(type, c.at("learning_rate"), c.at("warmup_steps"),
+                                          c.at("total_steps"), c.at("kwargs").dump());
+    const std::vector<double> lrs = c.at("lrs");
+    ASSERT_GT(lrs.size(), static_cast<size_t>(s.total_steps)) << type;
+    for (size_t step = 0; step < lrs.size(); ++step) {
+      // The same double operations as transformers' lambdas: equal up to libm's last bit.
+      EXPECT_NEAR(s.lr(static_cast<int64_t>(step)), lrs[step], 1e-14 * std::abs(lrs[step]))
+          << type << " " << c.at("kwargs").dump() << " warmup " << s.warmup_steps << " total "
+          << s.total_steps << " step " << step;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(kinds.size(), 10u) << "every supported kind is in the fixture";
+  EXPECT_GT(compared, 500);
+}
+
+TEST(LrSchedule, KwargsAreCheckedInOneLine) {
+  auto make = [](const std::string& type, const std::string& kwargs, double lr = 1e-3) {
+    return error_of([&] { make_lr_schedule(type, lr, 2, 10, kwargs); });
+  };
+  EXPECT_EQ(make("linear", ""), "(no error)");
+  EXPECT_EQ(make("linear", "{}"), "(no error)");
+  EXPECT_NE(make("linear", R"({"num_cycles": 2})").find("linear takes no keyword arguments"),
+            std::string::npos);
+  EXPECT_NE(make("cosine", R"({"num_cycle": 2})").find("takes num_cycles, not 'num_cycle'"),
+            std::string::npos);
+  EXPECT_NE(make("cosine", R"({"last_epoch": 3})").find("'last_epoch'"), std::string::npos);
+  EXPECT_NE(make("polynomial", R"({"lr_end": 0.01})").find("must be smaller"), std::string::npos);
+  EXPECT_NE(make("cosine_with_min_lr", "{}").find("needs min_lr or min_lr_rate"),
+            std::string::npos);
+  EXPECT_NE(make("cosine_with_min_lr", R"({"min_lr": 1e-5, "min_lr_rate": 0.1})")
+                .find("only one of min_lr or min_lr_rate"),
+            std::string::npos);
+  EXPECT_NE(make("warmup_stable_decay", "{}").find("needs num_decay_steps"), std::string::npos);
+  EXPECT_NE(make("warmup_stable_decay", R"({"num_decay_steps": 3, "decay_type": "cubic"})")
+                .find("'cubic'"),
+            std::string::npos);
+  EXPECT_NE(make("cosine", R"({"num_cycles": "two"})").find("must be a number"), std::string::npos);
+  EXPECT_NE(make("cosine", "[1]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(make("cosine", "{num_cycles: 1").find("is not JSON"), std::string::npos);
+  for (const char* adaptive : {"reduce_lr_on_plateau", "greedy"}) {
+    const std::string e = make(adaptive, "");
+    EXPECT_NE(e.find("not supported"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+// A small model's layout: its decaying and non-decaying tensors are what SGD's two groups see.
+const char* kTinyConfig = R"({
+  "vocab_size": 30, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+  "intermediate_size": 24, "max_position_embeddings": 16, "num_labels": 2
+})";
+
+// torch.optim.SGD as HF Trainer builds it, 4 steps (the first with lr 0), with and without
+// momentum, dampening, nesterov and weight decay (tests/fixtures/sgd_steps.json: a decaying
+// tensor "w" and a non-decaying "b" of 64 elements, from tools/make_optim_fixtures.py). Every
+// decaying element of the layout replays w's element i % 64, every other one b's, so each
+// element of the model is checked against torch's value.
+TEST(Sgd, MatchesTorchThroughHfTrainersGroups) {
+  const ModelConfig config = parse_model_config(kTinyConfig, "tiny.json");
+  const ParamLayout layout(config);
+  const nlohmann::json fixture = read_json("sgd_steps.json");
+  int64_t decaying = 0;
+  for (const ParamSpec& spec : layout.specs()) decaying += spec.decays ? spec.numel : 0;
+  ASSERT_GT(decaying, 0);
+  ASSERT_LT(decaying, layout.total_floats());
+  auto fill = [&](std::vector<float>& flat, const nlohmann::json& wb) {
+    const std::vector<float> w = wb.at("w"), b = wb.at("b");
+    for (const ParamSpec& spec : layout.specs())
+      for (int64_t i = 0; i < spec.numel; ++i)
+        flat[static_cast<size_t>(spec.offset + i)] =
+            (spec.decays ? w : b)[static_cast<size_t>(i) % w.size()];
+  };
+  const size_t n = static_cast<size_t>(layout.total_floats());
+  for (const nlohmann::json& c : fixture.at("cases")) {
+    const std::string args = c.at("optim_args");
+    const std::string what =
+        "optim_args '" + args + "' weight_decay " + c.at("weight_decay").dump();
+    const auto opt = make_optimizer("sgd", args, layout,
+                                    OptimizerOptions{0.9, 0.999, 1e-8, c.at("weight_decay")});
+    EXPECT_STREQ(opt->state_kind(), "sgd");
+    EXPECT_EQ(opt->state_buffers().size(),
+              c.at("torch_kwargs").at("momentum").get<double>() != 0 ? 1u : 0u);
+    std::vector<float> params(n), grads(n), want(n);
+    fill(params, c.at("init"));
+    int step = 0;
+    double worst_ulps = 0;
+    for (const nlohmann::json& s : c.at("steps")) {
+      fill(grads, s.at("grad"));
+      opt->step(params.data(), grads.data(), s.at("lr"));
+      fill(want, s.at("after"));
+      ++step;
+      for (size_t i = 0; i < n; ++i) {
+        const double ulp = std::nextafter(std::abs(want[i]), INFINITY) - std::abs(want[i]);
+        const double ulps = std::abs(static_cast<double>(params[i]) - want[i]) / ulp;
+        worst_ulps = std::max(worst_ulps, ulps);
+        // torch's vectorised add(alpha=) is one fused multiply-add, as ours: a step may differ by
+        // an ulp at most where the two libraries round differently.
+        ASSERT_LE(ulps, step) << what << " step " << step << " element " << i;
+      }
+    }
+    EXPECT_EQ(opt->steps_taken(), 4);
+    std::printf("[sgd] %s: worst %.0f ulp from torch after 4 steps\n", what.c_str(), worst_ulps);
+  }
+}
+
+TEST(MakeOptimizer, NamesAndOptimArgs) {
+  const ModelConfig config = parse_model_config(kTinyConfig, "tiny.json");
+  const ParamLayout layout(config);
+  const OptimizerOptions options{0.9, 0.999, 1e-8, 0.01};
+  for (const char* name : {"adamw_torch", "adamw_torch_fused"}) {
+    const auto opt = make_optimizer(name, "", layout, options);
+    EXPECT_NE(dynamic_cast<AdamW*>(opt.get()), nullptr) << name;
+    EXPECT_STREQ(opt->state_kind(), "adamw");
+    ASSERT_EQ(opt->state_buffers().size(), 2u);
+    EXPECT_EQ(opt->state_buffers()[0].name, "exp_avg");
+    EXPECT_EQ(opt->state_buffers()[1].name, "exp_avg_sq");
+  }
+  const auto sgd =
+      make_optimizer("sgd", " momentum = 0.9 , nesterov=TRUE,dampening=0", layout, options);
+  const Sgd* s = dynamic_cast<const Sgd*>(sgd.get());
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->options().momentum, 0.9);
+  EXPECT_TRUE(s->options().nesterov);
+  EXPECT_EQ(s->options().weight_decay, 0.01);  // TrainingArguments.weight_decay, not optim_args
+  EXPECT_FALSE(dynamic_cast<const Sgd*>(make_optimizer("sgd",
+                                                       "momentum=0.5,nesterov=no,"
+                                                       "weight_decay=0.3",
+                                                       layout, options)
+                                            .get())
+                   ->options()
+                   .nesterov);
+
+  auto refusal = [&](const std::string& name, const std::string& args) {
+    return error_of([&] { make_optimizer(name, args, layout, options); });
+  };
+  const std::string adafactor = refusal("adafactor", "");
+  EXPECT_NE(adafactor.find("'adafactor' is not supported"), std::string::npos) << adafactor;
+  EXPECT_NE(adafactor.find("adamw_torch, adamw_torch_fused or sgd"), std::string::npos);
+  EXPECT_EQ(adafactor.find('\n'), std::string::npos);
+  EXPECT_NE(refusal("adamw_torch", "momentum=0.9").find("takes no optim_args"), std::string::npos);
+  EXPECT_NE(refusal("sgd", "momentum=fast").find("is not a number"), std::string::npos);
+  EXPECT_NE(refusal("sgd", "momentum").find("is not key=value"), std::string::npos);
+  EXPECT_NE(refusal("sgd", "betas=0.9").find("not 'betas'"), std::string::npos);
+  EXPECT_NE(refusal("sgd", "nesterov=True").find("nesterov momentum requires"), std::string::npos);
+  EXPECT_NE(refusal("sgd", "momentum=-1").find("invalid momentum"), std::string::npos);
+}
+
+// The interface TrainStep and the checkpoints use: AdamW is an Optimizer, its steps are counted.
+TEST(Optimizer, StepsAreCountedAndRestorable) {
+  const ModelConfig config = parse_model_config(kTinyConfig, "tiny.json");
+  const ParamLayout layout(config);
+  const size_t n = static_cast<size_t>(layout.total_floats());
+  std::vector<float> params(n, 1.0f), grads(n, 0.5f);
+  for (const char* name : {"adamw_torch", "sgd"}) {
+    const auto opt = make_optimizer(name, "", layout, OptimizerOptions{});
+    Optimizer& o = *opt;
+    o.step(params.data(), grads.data(), 1e-3);
+    o.step(params.data(), grads.data(), 1e-3);
+    EXPECT_EQ(o.steps_taken(), 2) << name;
+    o.set_steps_taken(7);
+    EXPECT_EQ(o.steps_taken(), 7) << name;
+  }
 }
 
 }  // namespace

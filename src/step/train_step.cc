@@ -36,14 +36,14 @@ void TimelineRecorder::on_phase(const PhaseTime& time) {
 }
 
 TrainStep::TrainStep(SequenceClassifier& model, const ParamLayout& layout,
-                     AlignedBuffer<float>& params, AlignedBuffer<float>& grads, AdamW& adamw,
-                     const StepOptions& options)
+                     AlignedBuffer<float>& params, AlignedBuffer<float>& grads,
+                     Optimizer& optimizer, const StepOptions& options)
     : model_(model),
       params_(params),
       grads_(grads),
       p_(bind_params(layout, model.config(), params.data())),
       g_(bind_params(layout, model.config(), grads.data())),
-      adamw_(adamw),
+      optimizer_(optimizer),
       options_(options) {
   CPUFT_CHECK(static_cast<int64_t>(params.size()) == layout.total_floats() &&
               static_cast<int64_t>(grads.size()) == layout.total_floats());
@@ -111,7 +111,7 @@ StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, do
     result.grad_norm =
         clip_grad_norm(grads_.data(), static_cast<int64_t>(grads_.size()), options_.max_grad_norm);
     if (observer_) observer_->on_clipped_gradients(step, grads_.span());
-    adamw_.step(params_.data(), grads_.data(), lr);
+    optimizer_.step(params_.data(), grads_.data(), lr);
     model_.refresh_bf16_weights(p_);  // the bf16 copy follows every update (--bf16)
     grads_.zero();                    // the next step accumulates from zero
   }

@@ -4,7 +4,7 @@
 //     forward (loss scaled by 1 / accumulation)  →  backward (gradients accumulate)
 //   [GradReducer: begun before the last micro-batch's backward, which reports its layers to it,
 //    finished after it: the gradients are then averaged over the ranks]
-//   clip_grad_norm → AdamW::step(lr) → refresh_bf16_weights → zero the gradients
+//   clip_grad_norm → Optimizer::step(lr) → refresh_bf16_weights → zero the gradients
 //
 // Every caller runs this: Trainer::train, `cpuft bench --scaling` (train/scaling.cc),
 // cpuft_bench_step, the golden tests (tests/golden/golden_model.h) and the distributed
@@ -27,6 +27,7 @@
 #include "model/param_layout.h"
 #include "model/sequence_classifier.h"
 #include "optim/adamw.h"
+#include "optim/optimizer.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/grad_reducer.h"
 
@@ -46,7 +47,7 @@ struct StepResult {
   double forward_seconds = 0;    // summed over the micro-batches
   double backward_seconds = 0;   // summed over the micro-batches
   double reduce_seconds = 0;     // waiting in GradReducer::finish (0 without a reducer)
-  double optimizer_seconds = 0;  // clip + AdamW + bf16 refresh + zeroing
+  double optimizer_seconds = 0;  // clip + optimizer + bf16 refresh + zeroing
   double seconds = 0;            // the whole step
 };
 
@@ -72,7 +73,7 @@ class StepObserver {
   virtual void on_phase(const PhaseTime& /*time*/) {}
   // The step's gradients, accumulated and reduced, just before clipping.
   virtual void on_gradients(int64_t /*step*/, std::span<const float> /*grads*/) {}
-  // The same after clipping: exactly what AdamW receives.
+  // The same after clipping: exactly what the optimizer receives.
   virtual void on_clipped_gradients(int64_t /*step*/, std::span<const float> /*grads*/) {}
 };
 
@@ -92,7 +93,7 @@ class TrainStep {
   // `params` and `grads` hold layout.total_floats() floats; the model's views of them are bound
   // here. The gradients are zeroed: a step starts from zero gradients and leaves them zero.
   TrainStep(SequenceClassifier& model, const ParamLayout& layout, AlignedBuffer<float>& params,
-            AlignedBuffer<float>& grads, AdamW& adamw, const StepOptions& options);
+            AlignedBuffer<float>& grads, Optimizer& optimizer, const StepOptions& options);
 
   // Averages the gradients over the ranks during the last micro-batch's backward; nullptr: none.
   // The reducer must index `grads`.
@@ -122,7 +123,7 @@ class TrainStep {
   AlignedBuffer<float>& params_;
   AlignedBuffer<float>& grads_;
   ModelParams p_, g_;  // the model's views of params_ and grads_
-  AdamW& adamw_;
+  Optimizer& optimizer_;
   StepOptions options_;
   Fanout fanout_;
   StepObserver* observer_ = nullptr;

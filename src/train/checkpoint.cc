@@ -57,7 +57,7 @@ json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,
 }
 
 void save_checkpoint(const fs::path& output_dir, const CheckpointContent& content,
-                     const ParamLayout& layout, const float* params, AdamW& adamw,
+                     const ParamLayout& layout, const float* params, Optimizer& optimizer,
                      const json& model_config, const Tokenizer& tokenizer, int64_t save_total_limit,
                      const TrainConfig& config) {
   const fs::path final_dir = output_dir / str("checkpoint-", content.global_step);
@@ -67,14 +67,15 @@ void save_checkpoint(const fs::path& output_dir, const CheckpointContent& conten
   save_hf_weights((temp_dir / "model.safetensors").string(), layout, params);
   write_json((temp_dir / "config.json").string(), model_config);
   tokenizer.save(temp_dir.string());
-  std::vector<TensorToWrite> moments;
-  for (const ParamSpec& spec : layout.specs()) {
-    moments.push_back({"exp_avg." + spec.name, spec.shape, adamw.exp_avg().data() + spec.offset});
-    moments.push_back(
-        {"exp_avg_sq." + spec.name, spec.shape, adamw.exp_avg_sq().data() + spec.offset});
-  }
-  write_safetensors((temp_dir / "optimizer.safetensors").string(), moments,
-                    {{"adamw_steps", std::to_string(adamw.steps_taken())}});
+  // Per parameter, each state tensor in turn (AdamW: exp_avg, exp_avg_sq, as always).
+  const std::vector<OptimizerState> buffers = optimizer.state_buffers();
+  std::vector<TensorToWrite> state;
+  for (const ParamSpec& spec : layout.specs())
+    for (const OptimizerState& b : buffers)
+      state.push_back({b.name + "." + spec.name, spec.shape, b.values->data() + spec.offset});
+  write_safetensors(
+      (temp_dir / "optimizer.safetensors").string(), state,
+      {{str(optimizer.state_kind(), "_steps"), std::to_string(optimizer.steps_taken())}});
   write_json((temp_dir / "trainer_state.json").string(),
              trainer_state_json(content.global_step, content.epoch, content.max_steps,
                                 content.log_history, config, content.best));
@@ -113,24 +114,32 @@ void load_checkpoint_weights(const std::string& dir, const ParamLayout& layout, 
 }
 
 ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, float* params,
-                            AdamW& adamw) {
+                            Optimizer& optimizer) {
   const fs::path root(dir);
   load_checkpoint_weights(dir, layout, params);
-  const SafetensorsFile optimizer =
-      SafetensorsFile::open((root / "optimizer.safetensors").string());
+  const SafetensorsFile file = SafetensorsFile::open((root / "optimizer.safetensors").string());
+  // The optimizer that wrote it: the one metadata key "<state_kind>_steps".
+  const std::string steps_key = str(optimizer.state_kind(), "_steps");
+  for (const auto& [key, value] : file.metadata())
+    CPUFT_REQUIRE(!key.ends_with("_steps") || key == steps_key, file.label(),
+                  ": holds the state of optimizer '", key.substr(0, key.size() - 6),
+                  "'; this run's is '", optimizer.state_kind(), "' (resume with the same optim)");
+  auto steps = file.metadata().find(steps_key);
+  CPUFT_REQUIRE(steps != file.metadata().end(), file.label(), ": metadata lacks '", steps_key, "'");
+  const std::vector<OptimizerState> buffers = optimizer.state_buffers();
+  CPUFT_REQUIRE(file.tensors().size() == buffers.size() * layout.specs().size(), file.label(),
+                ": holds ", file.tensors().size(), " state tensors where this run's ",
+                optimizer.state_kind(), " keeps ", buffers.size() * layout.specs().size(),
+                " (another momentum setting?)");
   for (const ParamSpec& spec : layout.specs()) {
-    for (const char* kind : {"exp_avg.", "exp_avg_sq."}) {
-      const TensorInfo* t = optimizer.find(kind + spec.name);
-      CPUFT_REQUIRE(t != nullptr && t->shape == spec.shape, optimizer.label(),
-                    ": missing or misshapen tensor '", kind, spec.name, "'");
-      float* dest = (std::string(kind) == "exp_avg." ? adamw.exp_avg() : adamw.exp_avg_sq()).data();
-      optimizer.read_f32(*t, dest + spec.offset);
+    for (const OptimizerState& b : buffers) {
+      const TensorInfo* t = file.find(b.name + "." + spec.name);
+      CPUFT_REQUIRE(t != nullptr && t->shape == spec.shape, file.label(),
+                    ": missing or misshapen tensor '", b.name, ".", spec.name, "'");
+      file.read_f32(*t, b.values->data() + spec.offset);
     }
   }
-  auto steps = optimizer.metadata().find("adamw_steps");
-  CPUFT_REQUIRE(steps != optimizer.metadata().end(), optimizer.label(),
-                ": metadata lacks 'adamw_steps'");
-  adamw.set_steps_taken(std::stoll(steps->second));
+  optimizer.set_steps_taken(std::stoll(steps->second));
 
   std::ifstream state_in(root / "trainer_state.json");
   CPUFT_REQUIRE(state_in.good(), (root / "trainer_state.json").string(), ": cannot open");

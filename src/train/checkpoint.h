@@ -1,6 +1,11 @@
 // checkpoint-N folders: everything needed to continue a run exactly where it stopped — weights,
-// AdamW moments and step count, the step reached and the log history — plus config and tokenizer so
-// each checkpoint is also a loadable Hugging Face model folder.
+// the optimizer's state and step count, the step reached and the log history — plus config and
+// tokenizer so each checkpoint is also a loadable Hugging Face model folder.
+//
+// optimizer.safetensors holds "<state>.<parameter name>" for each of Optimizer::state_buffers()
+// (AdamW: exp_avg, exp_avg_sq; SGD with momentum: momentum_buffer; SGD without: none) and the
+// metadata "<state_kind>_steps" (adamw_steps, sgd_steps): AdamW's file is the one cpuft always
+// wrote.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +15,7 @@
 
 #include "data/tokenizer.h"
 #include "model/param_layout.h"
-#include "optim/adamw.h"
+#include "optim/optimizer.h"
 #include "train/best_model.h"
 #include "train/train_config.h"
 
@@ -28,7 +33,7 @@ struct CheckpointContent {
 // oldest checkpoints beyond save_total_limit (when > 0), never the best one (as HF: with a limit
 // of 1 and a best checkpoint that is not the newest, two are kept).
 void save_checkpoint(const std::filesystem::path& output_dir, const CheckpointContent& content,
-                     const ParamLayout& layout, const float* params, AdamW& adamw,
+                     const ParamLayout& layout, const float* params, Optimizer& optimizer,
                      const nlohmann::json& model_config, const Tokenizer& tokenizer,
                      int64_t save_total_limit, const TrainConfig& config);
 
@@ -41,9 +46,11 @@ struct ResumePoint {
 // Loads only the weights of a checkpoint folder (every tensor must be there).
 void load_checkpoint_weights(const std::string& dir, const ParamLayout& layout, float* params);
 
-// Loads weights and optimizer state from a checkpoint folder; errors name the file.
+// Loads weights and optimizer state from a checkpoint folder; errors name the file. A checkpoint
+// of another optimizer (another state kind, or SGD with momentum against SGD without) is refused
+// in one line.
 ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, float* params,
-                            AdamW& adamw);
+                            Optimizer& optimizer);
 
 // trainer_state.json as HF's Trainer writes it.
 nlohmann::json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,

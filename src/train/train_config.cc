@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "optim/lr_schedule.h"
 #include "train/hf_arguments.h"
 
 namespace cpuft {
@@ -61,6 +62,11 @@ void validate_train_config(TrainConfig& c, bool cpu_has_bf16) {
   const std::vector<std::string> optimizers{"adamw_torch", "adamw_torch_fused", "adamw_hf", "sgd"};
   require(std::find(optimizers.begin(), optimizers.end(), c.optim) != optimizers.end(),
           "--optim " + c.optim + ": cpuft has adamw_torch (= adamw_torch_fused, adamw_hf) and sgd");
+  try {  // the schedule's name and lr_scheduler_kwargs, checked before anything is read
+    make_lr_schedule(c.lr_scheduler_type, 1.0, 0, 10, c.lr_scheduler_kwargs);
+  } catch (const Error& e) {
+    throw UsageError(str("--lr_scheduler_type ", c.lr_scheduler_type, ": ", e.what()));
+  }
   auto strategy = [&](const std::string& flag, const std::string& value, bool best_allowed) {
     require(
         value == "no" || value == "steps" || value == "epoch" || (best_allowed && value == "best"),

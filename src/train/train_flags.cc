@@ -253,16 +253,18 @@ std::vector<TrainFlag> make_table() {
                           "If > 0: total optimizer steps, overrides num_train_epochs"));
   t.push_back(implemented("lr_scheduler_type", &TrainConfig::lr_scheduler_type,
                           "linear, cosine, cosine_with_restarts, polynomial, constant, "
-                          "constant_with_warmup, inverse_sqrt, cosine_with_min_lr"));
+                          "constant_with_warmup, inverse_sqrt, cosine_with_min_lr, "
+                          "cosine_warmup_with_min_lr or warmup_stable_decay"));
   t.push_back(implemented("lr_scheduler_kwargs", &TrainConfig::lr_scheduler_kwargs,
                           "JSON object of the schedule's extra arguments (e.g. {\"power\": 2})"));
   t.push_back(implemented("warmup_ratio", &TrainConfig::warmup_ratio,
                           "Warmup as a fraction of the total steps", kHf4));
   t.push_back(implemented("warmup_steps", &TrainConfig::warmup_steps,
                           "Warmup steps (below 1: a fraction of the total steps)"));
-  t.push_back(implemented("optim", &TrainConfig::optim, "adamw_torch, adamw_torch_fused or sgd"));
+  t.push_back(implemented("optim", &TrainConfig::optim,
+                          "adamw_torch (= adamw_torch_fused, adamw_hf) or sgd"));
   t.push_back(implemented("optim_args", &TrainConfig::optim_args,
-                          "Optimizer arguments, e.g. \"momentum=0.9\" for sgd"));
+                          "sgd: momentum, dampening, nesterov (\"momentum=0.9,nesterov=True\")"));
   t.push_back(refused("adafactor", B, "Adafactor is not implemented; use --optim adamw_torch",
                       {"false"}, kHf4));
   t.push_back(implemented("label_smoothing_factor", &TrainConfig::label_smoothing_factor,

@@ -18,8 +18,6 @@
 #include "io/hf_checkpoint.h"
 #include "io/hub_cache.h"
 #include "io/weight_files.h"
-#include "optim/adamw.h"
-#include "optim/lr_schedule.h"
 #include "step/train_step.h"
 #include "train/best_model.h"
 #include "train/checkpoint.h"
@@ -217,6 +215,13 @@ void Trainer::prepare() {
       s.model_config, ModelLimits{max_batch * longest, max_batch, longest},
       c.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   s.model->refresh_bf16_weights(s.p);
+  if (c.label_smoothing_factor > 0) {
+    if (s.task.regression)
+      throw UsageError(str("--label_smoothing_factor smooths class labels; task ",
+                           s.task.task_name.empty() ? "data" : s.task.task_name,
+                           " is a regression"));
+    s.model->set_loss_options(LossOptions{static_cast<float>(c.label_smoothing_factor)});
+  }
 }
 
 Trainer::~Trainer() = default;

@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "core/check.h"
 #include "core/timer.h"
 #include "io/hf_checkpoint.h"
-#include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
 #include "step/train_step.h"
 #include "train/checkpoint.h"
 #include "train/evaluation.h"
@@ -68,13 +69,13 @@ bool evaluate_during_training(Trainer::State& s, Progress& progress) {
   return s.best.observe(metrics, s.global_step);
 }
 
-void save_checkpoint_now(Trainer::State& s, const fs::path& out, AdamW& adamw) {
+void save_checkpoint_now(Trainer::State& s, const fs::path& out, Optimizer& optimizer) {
   // Every rank knows the best checkpoint (the metrics are the same everywhere); the savers write.
   s.best.saved(s.global_step, (out / str("checkpoint-", s.global_step)).string());
   if (!s.is_saver()) return;
   CheckpointContent content{s.global_step, s.epoch, s.max_steps, s.log_history, s.best};
   save_checkpoint(
-      out, content, *s.layout, s.params.data(), adamw,
+      out, content, *s.layout, s.params.data(), optimizer,
       fine_tuned_config(s.config_text, s.task.label_names, s.task.regression, s.task.task_name),
       *s.tokenizer, s.cfg.save_total_limit, s.cfg);
 }
@@ -111,9 +112,12 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   s.max_steps = c.max_steps > 0 ? c.max_steps
                                 : static_cast<int64_t>(std::ceil(
                                       c.num_train_epochs * static_cast<double>(s.steps_per_epoch)));
-  const LrSchedule schedule{parse_schedule_kind(c.lr_scheduler_type), c.learning_rate,
-                            warmup_steps(c, s.max_steps), s.max_steps};
-  AdamW adamw(*s.layout, AdamWOptions{c.adam_beta1, c.adam_beta2, c.adam_epsilon, c.weight_decay});
+  const LrSchedule schedule =
+      make_lr_schedule(c.lr_scheduler_type, c.learning_rate, warmup_steps(c, s.max_steps),
+                       s.max_steps, c.lr_scheduler_kwargs);
+  const std::unique_ptr<Optimizer> optimizer =
+      make_optimizer(c.optim == "adamw_hf" ? "adamw_torch" : c.optim, c.optim_args, *s.layout,
+                     OptimizerOptions{c.adam_beta1, c.adam_beta2, c.adam_epsilon, c.weight_decay});
   const Cadence log_cadence = Cadence::parse(c.logging_strategy, c.logging_steps, s.max_steps);
   const Cadence eval_cadence = Cadence::parse(
       c.eval_strategy, c.eval_steps > 0 ? c.eval_steps : c.logging_steps, s.max_steps);
@@ -121,7 +125,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
 
   ResumePoint resume;
   if (!s.resume_dir.empty()) {
-    resume = load_checkpoint(s.resume_dir, *s.layout, s.params.data(), adamw);
+    resume = load_checkpoint(s.resume_dir, *s.layout, s.params.data(), *optimizer);
     s.model->refresh_bf16_weights(s.p);
     s.global_step = resume.global_step;
     s.log_history = resume.log_history;
@@ -134,8 +138,8 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
              " rank(s) x batch ", c.per_device_train_batch_size, " x ",
              c.gradient_accumulation_steps, " accumulation, ", s.max_steps, " steps, ",
              s.dist.threads, " threads per rank", c.bf16 ? ", bf16 matrix products" : ""));
-  // The step: forward/backward over the micro-batches, reduction over the ranks, clip, AdamW.
-  TrainStep train_step(*s.model, *s.layout, s.params, s.grads, adamw,
+  // The step: forward/backward over the micro-batches, reduction over the ranks, clip, optimizer.
+  TrainStep train_step(*s.model, *s.layout, s.params, s.grads, *optimizer,
                        StepOptions{c.seed, static_cast<uint32_t>(s.dist.rank()),
                                    c.gradient_accumulation_steps, c.max_grad_norm});
   train_step.set_reducer(s.reducer.get());
@@ -219,7 +223,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       if (eval_cadence.due(s.global_step, epoch_end) && progress_point >= c.eval_delay)
         new_best = evaluate_during_training(s, progress);
       if (save_cadence.due(s.global_step, epoch_end) || (c.save_strategy == "best" && new_best))
-        save_checkpoint_now(s, out, adamw);
+        save_checkpoint_now(s, out, *optimizer);
     }
   }
   progress.finish();

@@ -118,6 +118,51 @@ void check_three_adamw_steps(const std::string& fixture) {
   watch.print_gradient_bound();
 }
 
+// --label_smoothing_factor 0.1 on the tiny classification fixture: HF Trainer's LabelSmoother on
+// the same weights and batch (golden_tiny_cls_label_smoothing.safetensors, written by
+// tools/make_label_smoothing_golden.py), at the tolerances of the plain loss above.
+TEST(TinyGoldenClassification, LabelSmoothingLossAndEveryGradient) {
+  TinyGolden t("golden_tiny_cls.safetensors");
+  const SafetensorsFile hf =
+      SafetensorsFile::open(fixture_path("golden_tiny_cls_label_smoothing.safetensors"));
+  const float eps = metadata_json(hf, "label_smoothing_factor").get<float>();
+  ASSERT_EQ(eps, 0.1f);
+  t.model.set_loss_options(LossOptions{eps});
+  const float loss = t.model.forward(t.p, t.batch, StepContext{});
+  const std::vector<float> logits = hf.read_f32("output.logits");
+  ASSERT_EQ(static_cast<int64_t>(logits.size()), t.batch.num_sequences() * t.config.num_labels);
+  EXPECT_LE(relative_max(t.model.logits(), logits.data(), static_cast<int64_t>(logits.size())),
+            1e-5);
+  const float hf_loss = hf.read_f32("output.loss")[0];
+  EXPECT_NEAR(loss, hf_loss, 1e-5 * std::abs(hf_loss));
+  // The smoothing must show at this tolerance: the plain loss is 3.5e-3 away.
+  EXPECT_GT(std::abs(t.file.read_f32("output.loss")[0] - hf_loss), 100 * 1e-5 * hf_loss);
+
+  t.model.backward(t.p, t.g);
+  const double global_norm = l2(t.grads.data(), t.layout.total_floats());
+  const std::vector<std::string> zero = zero_true_grad(t.file);
+  Worst worst{"label smoothing gradients, relative L2 per tensor", kGradTolerance};
+  for (const ParamSpec& spec : t.layout.specs()) {
+    const float* ours = t.grads.data() + spec.offset;
+    if (contains(zero, spec.name)) {
+      EXPECT_LE(l2(ours, spec.numel), kZeroGradBound * global_norm) << spec.name;
+      continue;
+    }
+    const std::vector<float> hf_grad = hf.read_f32("grad." + spec.name);
+    ASSERT_GT(l2(hf_grad.data(), spec.numel), 0) << spec.name;
+    const double error = relative_l2(ours, hf_grad.data(), spec.numel);
+    EXPECT_LE(error, kGradTolerance) << spec.name;
+    worst.see(error, spec.name);
+  }
+  worst.print();
+}
+
+TEST(TinyGoldenRegression, LabelSmoothingIsRefused) {
+  TinyGolden t("golden_tiny_reg.safetensors");
+  EXPECT_THROW(t.model.set_loss_options(LossOptions{0.1f}), Error);
+  t.model.set_loss_options(LossOptions{0.0f});  // no smoothing: fine
+}
+
 TEST(TinyGoldenClassification, LogitsLossAndEveryGradient) {
   check_forward_and_gradients("golden_tiny_cls.safetensors");
 }

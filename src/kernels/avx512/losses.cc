@@ -6,14 +6,19 @@
 
 namespace cpuft::avx512 {
 
-// loss = mean_i(logsumexp(z_i) - z_i[label_i]); d_logits = (softmax(z) - onehot) * (scale / N).
-// Per-row losses go to a scratch array summed in row order (deterministic), in double.
+// loss = mean_i((1 - eps)(lse_i - z_i[label_i]) + eps mean_k(lse_i - z_ik));
+// d_logits = (softmax(z) - ((1 - eps) onehot + eps / K)) * (scale / N) (reference/losses.h).
+// Per-row losses go to a scratch array summed in row order (deterministic), in double; the
+// smoothing term is the reference's scalar loop (K is a handful of labels).
 float cross_entropy_forward_backward(float* d_logits, const float* logits, const int32_t* labels,
-                                     float loss_scale, int64_t N, int64_t K) {
+                                     float loss_scale, int64_t N, int64_t K,
+                                     float label_smoothing) {
   // Validated before any parallel region: exceptions must not leave an OpenMP region.
   for (int64_t i = 0; i < N; ++i)
     if (labels[i] < 0 || labels[i] >= K) throw_label_out_of_range(i, labels[i], K);
   const float g = loss_scale / static_cast<float>(N);
+  const float off = label_smoothing / static_cast<float>(K);  // every other class's target
+  const float on = (1.0f - label_smoothing) + off;            // the label's target
   Scratch<double> row_loss(N);
 #pragma omp parallel for schedule(static) if (N * K >= kParallelMinElements)
   for (int64_t i = 0; i < N; ++i) {
@@ -33,17 +38,27 @@ float cross_entropy_forward_backward(float* d_logits, const float* logits, const
       _mm512_mask_storeu_ps(d + k, m, e);
     }
     const float total = _mm512_reduce_add_ps(sum);
-    row_loss.data[i] = static_cast<double>(zmax + __builtin_logf(total) - z[labels[i]]);
+    const float lse = zmax + __builtin_logf(total);
+    double row = static_cast<double>(lse - z[labels[i]]);
+    if (label_smoothing != 0.0f) {
+      double smooth = 0;
+      for (int64_t k = 0; k < K; ++k) smooth += static_cast<double>(lse - z[k]);
+      const double e = static_cast<double>(label_smoothing);
+      row = (1.0 - e) * row + e * (smooth / static_cast<double>(K));
+    }
+    row_loss.data[i] = row;
     const __m512 inv = _mm512_set1_ps(1.0f / total);
     const __m512 vg = _mm512_set1_ps(g);
+    const __m512 v_off = _mm512_set1_ps(off);
+    const __m512 v_on = _mm512_set1_ps(on);
     for (int64_t k = 0; k < K; k += kLanes) {
       const __mmask16 m = lanes_mask(K - k);
-      __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, d + k), inv);
+      const __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, d + k), inv);
+      __m512 target = v_off;
       const int64_t label_lane = labels[i] - k;
       if (label_lane >= 0 && label_lane < kLanes)
-        p = _mm512_mask_sub_ps(p, static_cast<__mmask16>(1u << label_lane), p,
-                               _mm512_set1_ps(1.0f));
-      _mm512_mask_storeu_ps(d + k, m, _mm512_mul_ps(p, vg));
+        target = _mm512_mask_mov_ps(target, static_cast<__mmask16>(1u << label_lane), v_on);
+      _mm512_mask_storeu_ps(d + k, m, _mm512_mul_ps(_mm512_sub_ps(p, target), vg));
     }
   }
   double loss = 0;

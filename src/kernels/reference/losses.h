@@ -8,15 +8,22 @@
 
 namespace cpuft::reference {
 
-// logits(N,K), labels(N) in [0, K). loss = mean_i(logsumexp(logits_i) - logits_i[label_i]);
-// d_logits = (softmax(logits) - onehot(label)) * (loss_scale / N)   (overwritten).
+// logits(N,K), labels(N) in [0, K), label_smoothing eps in [0, 1] (torch's CrossEntropyLoss(
+// label_smoothing=eps), which is HF Trainer's LabelSmoother for single-label classification):
+//   loss = mean_i((1 - eps) (lse_i - z_i[label_i]) + eps mean_k(lse_i - z_ik)),
+//   lse_i = logsumexp(z_i);
+//   d_logits = (softmax(z) - ((1 - eps) onehot(label) + eps / K)) * (loss_scale / N) (overwritten).
+// eps = 0 is plain cross-entropy, bit for bit (the smoothing terms are skipped or exact).
 template <typename T>
 T cross_entropy_forward_backward(T* d_logits, const T* logits, const int32_t* labels,
-                                 float loss_scale, int64_t N, int64_t K) {
+                                 float loss_scale, int64_t N, int64_t K, float label_smoothing) {
   for (int64_t i = 0; i < N; ++i)
     CPUFT_REQUIRE(labels[i] >= 0 && labels[i] < K, "cross_entropy: label ", labels[i], " of row ",
                   i, " is outside [0, ", K, ")");
   const T g = static_cast<T>(loss_scale) / static_cast<T>(N);
+  const T eps = static_cast<T>(label_smoothing);
+  const T off = eps / static_cast<T>(K);  // target of every other class
+  const T on = (T(1) - eps) + off;        // target of the label's class
   double total = 0;
   for (int64_t i = 0; i < N; ++i) {
     const T* z = logits + i * K;
@@ -25,10 +32,18 @@ T cross_entropy_forward_backward(T* d_logits, const T* logits, const int32_t* la
     T sum = 0;
     for (int64_t k = 0; k < K; ++k) sum += std::exp(z[k] - mx);
     const T inv = T(1) / sum;
-    total += static_cast<double>(mx + std::log(sum) - z[labels[i]]);
+    const T lse = mx + std::log(sum);
+    double row = static_cast<double>(lse - z[labels[i]]);
+    if (label_smoothing != 0.0f) {
+      double smooth = 0;
+      for (int64_t k = 0; k < K; ++k) smooth += static_cast<double>(lse - z[k]);
+      const double e = static_cast<double>(label_smoothing);
+      row = (1.0 - e) * row + e * (smooth / static_cast<double>(K));
+    }
+    total += row;
     for (int64_t k = 0; k < K; ++k) {
-      const T onehot = k == labels[i] ? T(1) : T(0);
-      d_logits[i * K + k] = (std::exp(z[k] - mx) * inv - onehot) * g;
+      const T target = k == labels[i] ? on : off;
+      d_logits[i * K + k] = (std::exp(z[k] - mx) * inv - target) * g;
     }
   }
   return static_cast<T>(total / static_cast<double>(N));

@@ -1,0 +1,166 @@
+// Checkpoints of each optimizer: AdamW's optimizer.safetensors is byte for byte the file cpuft
+// wrote before optimizers were interchangeable, SGD's momentum round-trips, and a checkpoint of
+// one optimizer is refused by another in one line.
+#include "train/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "data/tokenizer.h"
+#include "io/safetensors.h"
+#include "model/model_config.h"
+#include "model/param_layout.h"
+#include "optim/adamw.h"
+#include "optim/optimizer.h"
+#include "test_paths.h"
+
+namespace cpuft {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kTinyConfig = R"({
+  "vocab_size": 30, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+  "intermediate_size": 24, "max_position_embeddings": 16, "num_labels": 2
+})";
+
+std::vector<char> bytes_of(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct CheckpointFixture : ::testing::Test {
+  CheckpointFixture()
+      : config(parse_model_config(kTinyConfig, "tiny.json")),
+        layout(config),
+        n(static_cast<size_t>(layout.total_floats())),
+        params(n),
+        grads(n),
+        dir(fs::temp_directory_path() / ("cpuft_checkpoint_test." + std::to_string(getpid()))),
+        tokenizer(load_tokenizer(testing::fixture_path("tokenizers/bert_json_uncased"))) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;
+    for (float& p : params) p = normal(rng);
+    for (float& g : grads) g = normal(rng);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~CheckpointFixture() override { fs::remove_all(dir); }
+
+  // Two steps, then checkpoint-2 in dir.
+  fs::path train_and_save(Optimizer& optimizer) {
+    optimizer.step(params.data(), grads.data(), 1e-2);
+    optimizer.step(params.data(), grads.data(), 1e-2);
+    const nlohmann::json history = nlohmann::json::array();
+    save_checkpoint(dir, CheckpointContent{2, 1.0, 4, history}, layout, params.data(), optimizer,
+                    nlohmann::json::object(), *tokenizer, 0, TrainConfig{});
+    return dir / "checkpoint-2";
+  }
+
+  // The parameters' elements (the buffer's alignment padding is not saved).
+  bool same_params(const std::vector<float>& a, const std::vector<float>& b) const {
+    for (const ParamSpec& spec : layout.specs())
+      for (int64_t i = spec.offset; i < spec.offset + spec.numel; ++i)
+        if (a[static_cast<size_t>(i)] != b[static_cast<size_t>(i)]) return false;
+    return true;
+  }
+
+  std::string load_error(const fs::path& checkpoint, Optimizer& optimizer) {
+    std::vector<float> p(n);
+    try {
+      load_checkpoint(checkpoint.string(), layout, p.data(), optimizer);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+
+  ModelConfig config;
+  ParamLayout layout;
+  size_t n;
+  std::vector<float> params, grads;
+  fs::path dir;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+TEST_F(CheckpointFixture, AdamWFileIsTheOneCpuftAlwaysWrote) {
+  const auto opt = make_optimizer("adamw_torch", "", layout, OptimizerOptions{});
+  AdamW& adamw = dynamic_cast<AdamW&>(*opt);
+  const fs::path checkpoint = train_and_save(adamw);
+  // The writer before the Optimizer interface, verbatim.
+  std::vector<TensorToWrite> moments;
+  for (const ParamSpec& spec : layout.specs()) {
+    moments.push_back({"exp_avg." + spec.name, spec.shape, adamw.exp_avg().data() + spec.offset});
+    moments.push_back(
+        {"exp_avg_sq." + spec.name, spec.shape, adamw.exp_avg_sq().data() + spec.offset});
+  }
+  write_safetensors((dir / "old.safetensors").string(), moments,
+                    {{"adamw_steps", std::to_string(adamw.steps_taken())}});
+  const std::vector<char> now = bytes_of(checkpoint / "optimizer.safetensors");
+  ASSERT_FALSE(now.empty());
+  EXPECT_EQ(now, bytes_of(dir / "old.safetensors"));
+
+  // And it resumes: moments and step count back, the next step identical.
+  const auto resumed = make_optimizer("adamw_torch_fused", "", layout, OptimizerOptions{});
+  std::vector<float> p(n);
+  load_checkpoint(checkpoint.string(), layout, p.data(), *resumed);
+  EXPECT_TRUE(same_params(p, params));
+  EXPECT_EQ(resumed->steps_taken(), 2);
+  opt->step(params.data(), grads.data(), 1e-2);
+  resumed->step(p.data(), grads.data(), 1e-2);
+  EXPECT_TRUE(same_params(p, params));
+}
+
+TEST_F(CheckpointFixture, SgdMomentumRoundTrips) {
+  const auto opt =
+      make_optimizer("sgd", "momentum=0.9", layout, OptimizerOptions{0.9, 0.999, 1e-8, 0.01});
+  const fs::path checkpoint = train_and_save(*opt);
+  const SafetensorsFile file =
+      SafetensorsFile::open((checkpoint / "optimizer.safetensors").string());
+  EXPECT_EQ(file.metadata().at("sgd_steps"), "2");
+  EXPECT_EQ(file.tensors().size(), layout.specs().size());
+  EXPECT_NE(file.find("momentum_buffer." + layout.specs().front().name), nullptr);
+
+  const auto resumed =
+      make_optimizer("sgd", "momentum=0.9", layout, OptimizerOptions{0.9, 0.999, 1e-8, 0.01});
+  std::vector<float> p(n);
+  load_checkpoint(checkpoint.string(), layout, p.data(), *resumed);
+  EXPECT_EQ(resumed->steps_taken(), 2);
+  std::vector<float> m0(opt->state_buffers()[0].values->span().begin(),
+                        opt->state_buffers()[0].values->span().end());
+  std::vector<float> m1(resumed->state_buffers()[0].values->span().begin(),
+                        resumed->state_buffers()[0].values->span().end());
+  EXPECT_EQ(m0, m1);
+  opt->step(params.data(), grads.data(), 1e-2);
+  resumed->step(p.data(), grads.data(), 1e-2);
+  EXPECT_TRUE(same_params(p, params));  // the momentum went on, not restarted from the gradient
+}
+
+TEST_F(CheckpointFixture, AnotherOptimizersCheckpointIsRefused) {
+  const auto adamw = make_optimizer("adamw_torch", "", layout, OptimizerOptions{});
+  const fs::path adamw_checkpoint = train_and_save(*adamw);
+  const auto sgd = make_optimizer("sgd", "", layout, OptimizerOptions{});
+  const std::string e = load_error(adamw_checkpoint, *sgd);
+  EXPECT_NE(e.find("holds the state of optimizer 'adamw'; this run's is 'sgd'"), std::string::npos)
+      << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+
+  fs::rename(adamw_checkpoint, dir / "adamw");
+  const auto momentum = make_optimizer("sgd", "momentum=0.9", layout, OptimizerOptions{});
+  const fs::path sgd_checkpoint = train_and_save(*momentum);
+  EXPECT_NE(load_error(sgd_checkpoint, *adamw).find("holds the state of optimizer 'sgd'"),
+            std::string::npos);
+  const std::string plain = load_error(sgd_checkpoint, *sgd);
+  EXPECT_NE(plain.find("another momentum setting"), std::string::npos) << plain;
+}
+
+}  // namespace
+}  // namespace cpuft
