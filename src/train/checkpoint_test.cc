@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -60,8 +61,9 @@ struct CheckpointFixture : ::testing::Test {
     optimizer.step(params.data(), grads.data(), 1e-2);
     optimizer.step(params.data(), grads.data(), 1e-2);
     const nlohmann::json history = nlohmann::json::array();
-    save_checkpoint(dir, CheckpointContent{2, 1.0, 4, history}, layout, params.data(), optimizer,
-                    nlohmann::json::object(), *tokenizer, 0, TrainConfig{});
+    const BestModel best{TrainConfig{}};
+    save_checkpoint(dir, CheckpointContent{2, 1.0, 4, history, best}, layout, params.data(),
+                    optimizer, nlohmann::json::object(), *tokenizer, 0, TrainConfig{});
     return dir / "checkpoint-2";
   }
 
@@ -160,6 +162,36 @@ TEST_F(CheckpointFixture, AnotherOptimizersCheckpointIsRefused) {
             std::string::npos);
   const std::string plain = load_error(sgd_checkpoint, *sgd);
   EXPECT_NE(plain.find("another momentum setting"), std::string::npos) << plain;
+}
+
+// --save_total_limit never deletes the best checkpoint; with a limit of 1 and a best that is not
+// the newest, two are kept (HF's _sorted_checkpoints), and trainer_state.json names the best.
+TEST_F(CheckpointFixture, TheBestCheckpointOutlivesTheLimit) {
+  const std::unique_ptr<Optimizer> optimizer =
+      make_optimizer("adamw_torch", "", layout, OptimizerOptions{});
+  TrainConfig flags;
+  flags.metric_for_best_model = "accuracy";
+  BestModel best(flags);
+  const nlohmann::json history = nlohmann::json::array();
+  auto save = [&](int64_t step, double accuracy) {
+    best.observe({{"eval_accuracy", accuracy}}, step);
+    best.saved(step, (dir / str("checkpoint-", step)).string());
+    save_checkpoint(dir, CheckpointContent{step, 1.0, 8, history, best}, layout, params.data(),
+                    *optimizer, nlohmann::json::object(), *tokenizer, 1, flags);
+  };
+  save(2, 0.5);
+  save(4, 0.9);  // the best
+  save(6, 0.7);
+  save(8, 0.9);  // equal is not better
+  std::vector<std::string> kept;
+  for (const auto& entry : fs::directory_iterator(dir)) kept.push_back(entry.path().filename());
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"checkpoint-4", "checkpoint-8"}));
+  std::ifstream in(dir / "checkpoint-8" / "trainer_state.json");
+  const nlohmann::json state = nlohmann::json::parse(in);
+  EXPECT_EQ(state["best_model_checkpoint"], (dir / "checkpoint-4").string());
+  EXPECT_EQ(state["best_metric"], 0.9);
+  EXPECT_EQ(state["best_global_step"], 4);
 }
 
 }  // namespace

@@ -190,5 +190,24 @@ HF_HUB_CACHE="$cache" "$cpuft" train --model_name_or_path google-bert/bert-tiny 
 [ $? = 2 ] && grep -q "^error: --local_rank 3 contradicts the launcher" "$work/8.err" && pass ||
   fail "contradicting --local_rank: $(cat "$work/8.err")"
 
+# 9. The optimizer, schedule and loss flags: --optim sgd --optim_args, --lr_scheduler_type with
+#    --lr_scheduler_kwargs, --label_smoothing_factor; a bad schedule argument is a usage error.
+out9="$work/out9"
+"$cpuft" train --model_name_or_path "$M" --task_name mrpc --do_train --max_steps 4 --max_seq_length 64 \
+  --optim sgd --optim_args "momentum=0.9,nesterov=True" --lr_scheduler_type polynomial \
+  --lr_scheduler_kwargs '{"power": 2.0}' --label_smoothing_factor 0.1 --output_dir "$out9" \
+  >"$work/9.log" 2>&1 && pass || fail "sgd/polynomial/label smoothing: $(tail -3 "$work/9.log")"
+python3 - "$out9" <<'EOF' && pass || fail "training_args.json lacks the optimizer flags"
+import json, sys
+a = json.load(open(f"{sys.argv[1]}/training_args.json"))
+assert a["optim"] == "sgd" and a["optim_args"] == "momentum=0.9,nesterov=True", a
+assert a["lr_scheduler_type"] == "polynomial" and a["label_smoothing_factor"] == 0.1, a
+EOF
+"$cpuft" train --model_name_or_path "$M" --task_name mrpc --do_train --max_steps 4 \
+  --lr_scheduler_type polynomial --lr_scheduler_kwargs '{"powr": 2}' --output_dir "$work/out9b" \
+  >/dev/null 2>"$work/9b.err"
+[ $? = 2 ] && [ "$(wc -l <"$work/9b.err")" = 1 ] && grep -q "powr" "$work/9b.err" && pass ||
+  fail "bad --lr_scheduler_kwargs: $(cat "$work/9b.err")"
+
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]
