@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -102,15 +101,26 @@ TEST(TensorBoardWriter, FileNameAndFirstRecord) {
   }
   const double after = unix_time_now();
   EXPECT_EQ(fs::path(path).parent_path(), fs::path(log_dir));
+  // events.out.tfevents.<10 digits>.<host, which may hold dots>.<pid>.<n>
   const std::string name = fs::path(path).filename().string();
-  std::smatch m;
-  ASSERT_TRUE(std::regex_match(
-      name, m, std::regex(R"(events\.out\.tfevents\.(\d{10})\.(.+)\.(\d+)\.(\d+))")))
-      << name;
-  EXPECT_GE(std::stoll(m[1]), static_cast<long long>(before));
-  EXPECT_LE(std::stoll(m[1]), static_cast<long long>(after));
-  EXPECT_EQ(m[2].str(), host_name());
-  EXPECT_EQ(std::stoll(m[3]), static_cast<long long>(getpid()));
+  const std::string prefix = "events.out.tfevents.";
+  ASSERT_TRUE(name.starts_with(prefix)) << name;
+  const std::string rest = name.substr(prefix.size());
+  const std::size_t n_dot = rest.rfind('.');
+  ASSERT_NE(n_dot, std::string::npos) << name;
+  const std::size_t pid_dot = rest.rfind('.', n_dot - 1);
+  ASSERT_NE(pid_dot, std::string::npos) << name;
+  ASSERT_GT(rest.size(), 11u) << name;
+  const std::string seconds = rest.substr(0, 10);
+  EXPECT_EQ(rest[10], '.') << name;
+  EXPECT_EQ(seconds.find_first_not_of("0123456789"), std::string::npos) << name;
+  EXPECT_GE(std::stoll(seconds), static_cast<long long>(before));
+  EXPECT_LE(std::stoll(seconds), static_cast<long long>(after));
+  EXPECT_EQ(rest.substr(11, pid_dot - 11), host_name());
+  EXPECT_EQ(rest.substr(pid_dot + 1, n_dot - pid_dot - 1), std::to_string(getpid()));
+  const std::string n = rest.substr(n_dot + 1);
+  EXPECT_FALSE(n.empty());
+  EXPECT_EQ(n.find_first_not_of("0123456789"), std::string::npos) << name;
 
   const auto events = read_events(path);
   ASSERT_EQ(events.size(), 1u);
