@@ -18,6 +18,8 @@ packages=(
   ocl-icd-opencl-dev     # Debian's oneDNN CMake config asks for OpenCL (a Recommends of libdnnl-dev)
   nlohmann-json3-dev     # config.json, safetensors headers
   libyaml-cpp-dev        # YAML args files (cpuft train args.yaml, as HfArgumentParser)
+  libprotobuf-dev protobuf-compiler  # TensorBoard event files: Event protos (3.21.12 on 12 and 13)
+  libisal-dev            # ISA-L's crc32_iscsi: the CRC32C of TensorBoard's TFRecord framing
   libcli11-dev           # command line
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev libomp-dev  # libFuzzer smoke run: clang, its runtime and its OpenMP
@@ -27,6 +29,7 @@ packages=(
   mpich libmpich-dev     # the second MPI the dist tests run against (Open MPI stays the default)
   slurmctld slurmd slurm-client munge    # srun tests on a one-node cluster (tests/parallel)
   python3 python3-pip unzip ca-certificates
+  python3-numpy          # TensorBoard's reader imports it (tests/tensorboard, fetch_tensorboard.sh)
 )
 
 missing=()
