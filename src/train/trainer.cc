@@ -259,6 +259,24 @@ void write_run_summary(Trainer::State& s, const fs::path& out, const json& train
   write_file_atomically((out / "log.jsonl").string(), s.log_jsonl);
 }
 
+// --report_to tensorboard (or all): rank 0 writes event files into --logging_dir (default
+// output_dir/runs/DATE_HOST), starting with the arguments and the model config as texts.
+void start_tensorboard(Trainer::State& s) {
+  const TrainConfig& c = s.cfg;
+  const bool wanted = std::any_of(c.report_to.begin(), c.report_to.end(), [](const std::string& r) {
+    return r == "tensorboard" || r == "all";
+  });
+  if (!wanted || !s.is_writer()) return;
+  const std::string dir = c.logging_dir.empty() ? tensorboard_log_dir(c.output_dir) : c.logging_dir;
+  s.tensorboard = std::make_unique<TensorBoardWriter>(dir);
+  if (c.do_train) {
+    s.tensorboard->add_text("args", training_args_json(c).dump(2));
+    s.tensorboard->add_text("model_config", s.config_text);
+    s.tensorboard->flush();
+  }
+  s.info("tensorboard: " + s.tensorboard->path());
+}
+
 }  // namespace
 
 void Trainer::run() {
@@ -267,6 +285,7 @@ void Trainer::run() {
   const fs::path out(c.output_dir);
   if (s.is_writer() || s.is_saver()) fs::create_directories(out);
   const bool tty = !c.disable_tqdm && s.is_writer() && ::isatty(2);
+  start_tensorboard(s);
   const json train_results = c.do_train ? train(s, out, tty) : json();
   const json eval_results = c.do_eval ? evaluate_at_end(s, out) : json();
   if (c.do_predict) write_predictions(s, out);

@@ -14,6 +14,8 @@
 #include "core/buffer.h"
 #include "core/step_timeline.h"
 #include "data/tokenizer.h"
+#include "io/tensorboard_logs.h"
+#include "io/tensorboard_writer.h"
 #include "model/model_config.h"
 #include "model/model_params.h"
 #include "model/param_layout.h"
@@ -55,6 +57,7 @@ struct Trainer::State {
   std::unique_ptr<BucketPlan> buckets;
   std::unique_ptr<GradReducer> reducer;
   StepTimeline timeline;
+  std::unique_ptr<TensorBoardWriter> tensorboard;  // rank 0 with --report_to tensorboard|all
 
   explicit State(const TrainConfig& config) : cfg(config), best(config), timeline(0) {}
 
@@ -77,9 +80,16 @@ struct Trainer::State {
       std::printf("%s\n", line.c_str());
   }
 
+  // One entry of log_history (trainer_state.json), log.jsonl and, with --report_to tensorboard,
+  // the event file (as transformers' TensorBoardCallback.on_log).
   void log(const nlohmann::json& entry) {
     log_history.push_back(entry);
     log_jsonl += entry.dump() + "\n";
+    if (tensorboard) {
+      const TensorBoardLog scalars = tensorboard_log(entry);
+      for (const std::string& warning : scalars.warnings) warn(warning);
+      write_tensorboard_log(*tensorboard, scalars);
+    }
   }
 };
 
