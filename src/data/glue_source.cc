@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <system_error>
 
 #include "core/check.h"
@@ -81,6 +80,29 @@ std::string split_variant(const GlueTask& task, Split split, const std::string& 
   }
   throw Error(str("task ", task.name, " ", split_name(split), " split has no variant '", variant,
                   "'", valid.empty() ? "" : "; valid: ", valid));
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Whether `name` is "<split>-<i>-of-<n>.parquet"; sets i and n. (Not std::regex: GCC 12's
+// <regex> gives a false -Wmaybe-uninitialized under the sanitizers.)
+bool shard_name(const std::string& name, const std::string& split, long& i, long& n) {
+  const std::string prefix = split + "-", suffix = ".parquet";
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return false;
+  }
+  const std::string middle =
+      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  const size_t of = middle.find("-of-");
+  if (of == std::string::npos) return false;
+  const std::string first = middle.substr(0, of), second = middle.substr(of + 4);
+  if (!all_digits(first) || !all_digits(second)) return false;
+  i = std::stol(first);
+  n = std::stol(second);
+  return true;
 }
 
 // The snapshot folder of `revision` in the cache of one hub dataset repository, or "" with the
@@ -199,16 +221,14 @@ std::vector<std::string> glue_parquet_files(const GlueTask& task, const std::str
   const std::string split_hub = hub_split_name(task, split, variant);
   const std::string folder = snapshot_dir + "/" + task.name;
   // <split>-<i>-of-<n>.parquet, as nyu-mll/glue's main branch has them.
-  const std::regex shard_name(split_hub + "-([0-9]+)-of-([0-9]+)\\.parquet");
   std::map<long, std::string> shards;
   long count = -1;
   std::error_code ec;
   for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::smatch m;
-    if (!std::regex_match(name, m, shard_name)) continue;
-    shards[std::stol(m[1].str())] = it->path().string();
-    count = std::stol(m[2].str());
+    long i = 0, n = 0;
+    if (!shard_name(it->path().filename().string(), split_hub, i, n)) continue;
+    shards[i] = it->path().string();
+    count = std::max(count, n);
   }
   std::vector<std::string> files;
   if (!shards.empty()) {
