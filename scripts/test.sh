@@ -19,6 +19,7 @@ scripts/fetch_minilm.sh
 scripts/fetch_gpt2_bpe.sh  # GPT-2's real BPE vocabulary, for one slow tokenizer test
 scripts/fetch_oneccl.sh   # the oneCCL communicator is built and tested when present
 scripts/fetch_tensorboard.sh  # TensorBoard's own reader, for tests/tensorboard
+scripts/fetch_arrow.sh >/dev/null  # Arrow/Parquet C++: the GLUE parquet reader likewise
 clang_format=$(scripts/fetch_clang_format.sh | tail -n 1)
 
 # Each ctest run writes a JUnit report; the skipped tests of all of them are listed at the end.
