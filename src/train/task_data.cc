@@ -1,8 +1,7 @@
 #include "train/task_data.h"
 
-#include <cstdlib>
-
 #include "core/check.h"
+#include "data/glue_source.h"
 #include "data/metrics.h"
 
 namespace cpuft {
@@ -27,14 +26,15 @@ TaskData load_task_data(const TrainConfig& c, const ModelConfig& model_config) {
     task.definition = glue;
     task.label_names = glue.labels;
     task.regression = glue.is_regression();
-    // Without --data_dir, the GLUE folder of the environment (GLUE_DIR, as the GLUE scripts use).
-    const char* glue_dir_env = std::getenv("GLUE_DIR");
-    const std::string data_dir =
-        !c.data_dir.empty() ? c.data_dir : (glue_dir_env != nullptr ? glue_dir_env : "");
-    CPUFT_REQUIRE(!data_dir.empty(), "--task_name ", glue.name,
-                  ": no GLUE data found; give --data_dir or set GLUE_DIR");
+    // --data_dir, else where run_glue.py's users have GLUE: the Hugging Face hub cache's parquet
+    // files, $GLUE_DIR, the repository's data/glue (data/glue_source.h).
+    GlueSearch search;
+    search.data_dir = c.data_dir;
+    search.hub_cache = c.cache_dir;
+    const GlueSource source = find_glue_data(glue, search);
+    task.data_origin = source.origin;
     if (c.do_train) {
-      task.train = read_glue_split(glue, data_dir, Split::train);
+      task.train = read_glue_split(glue, source, Split::train);
       truncate(*task.train, c.max_train_samples);
     }
     for (Split split : {Split::dev, Split::test}) {
@@ -43,7 +43,7 @@ TaskData load_task_data(const TrainConfig& c, const ModelConfig& model_config) {
       const SplitFormat& format = glue.split(split);
       for (const std::string& variant : format.variants) {
         NamedDataset d{variant == "mismatched" ? "_mm" : "",
-                       read_glue_split(glue, data_dir, split, variant)};
+                       read_glue_split(glue, source, split, variant)};
         truncate(d.data, split == Split::dev ? c.max_eval_samples : c.max_predict_samples);
         (split == Split::dev ? task.eval : task.test).push_back(std::move(d));
       }

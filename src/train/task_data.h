@@ -21,6 +21,7 @@ struct NamedDataset {
 
 struct TaskData {
   std::string task_name;                 // GLUE task name, or "" for data files
+  std::string data_origin;               // where a GLUE task's data was found (one line)
   GlueTask definition;                   // the task's row, or data_file_task() for data files
   std::vector<std::string> label_names;  // empty for regression
   bool regression = false;

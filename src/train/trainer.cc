@@ -120,6 +120,7 @@ void Trainer::prepare() {
   s.config_text = read_text(model_dir / "config.json");
   s.model_config = parse_model_config(s.config_text, (model_dir / "config.json").string());
   s.task = load_task_data(c, s.model_config);
+  if (!s.task.data_origin.empty()) s.info(str("data: ", s.task.data_origin));
   const int64_t task_labels =
       s.task.regression ? 1 : static_cast<int64_t>(s.task.label_names.size());
   s.model_config.num_labels = task_labels;  // run_glue passes the task's num_labels

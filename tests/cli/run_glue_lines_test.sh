@@ -10,7 +10,9 @@
 #      evaluation, and the final weights are that checkpoint's;
 #   6. run_glue.py's automatic resume, --resume_from_checkpoint True;
 #   7. hub names found in a Hugging Face cache (HF_HUB_CACHE), and the one-line error when absent;
-#   8. --local_rank that contradicts the launcher; notices for flags that change nothing.
+#   8. --local_rank that contradicts the launcher; notices for flags that change nothing;
+#   9. --optim sgd --optim_args, --lr_scheduler_kwargs, --label_smoothing_factor;
+#  10. --dataset_name glue from the hub cache's parquet files; 11. --report_to tensorboard.
 # GLUE MRPC comes through GLUE_DIR, as a user's environment gives it: the first 256 training and 64
 # dev pairs of the repository's data/glue/MRPC, so the unchanged 3-epoch lines take seconds.
 # Usage: run_glue_lines_test.sh CPUFT MAKE_TINY_MODEL MPIRUN WITH_CCL
@@ -21,6 +23,7 @@ trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=2
 mrpc="$(cd "$(dirname "$0")/../../data/glue/MRPC" && pwd)"
 export GLUE_DIR="$work/glue"
+export HF_HUB_CACHE="$work/empty_hub_cache"  # no GLUE parquet files from this machine's cache
 mkdir -p "$GLUE_DIR/MRPC"
 head -n 257 "$mrpc/train.tsv" >"$GLUE_DIR/MRPC/train.tsv"
 head -n 65 "$mrpc/dev.tsv" >"$GLUE_DIR/MRPC/dev.tsv"
@@ -176,7 +179,7 @@ printf '%s' "$commit" >"$repo/refs/main"
 hub_line=(--task_name mrpc --do_train --max_steps 2 --max_seq_length 64)
 HF_HUB_CACHE="$cache" "$cpuft" train --model_name_or_path google-bert/bert-tiny "${hub_line[@]}" \
   --output_dir "$work/out7" >"$work/7.log" 2>&1 && pass || fail "hub name in HF_HUB_CACHE: $(tail -3 "$work/7.log")"
-HF_HOME="$work/hf" "$cpuft" train --model_name_or_path bert-tiny "${hub_line[@]}" \
+env -u HF_HUB_CACHE HF_HOME="$work/hf" "$cpuft" train --model_name_or_path bert-tiny "${hub_line[@]}" \
   --output_dir "$work/out7b" >"$work/7b.log" 2>&1 && pass ||
   fail "renamed hub name via HF_HOME: $(tail -3 "$work/7b.log")"
 HF_HUB_CACHE="$cache" "$cpuft" train --model_name_or_path google-bert/bert-tiny --model_revision v2 \
@@ -208,6 +211,47 @@ EOF
   >/dev/null 2>"$work/9b.err"
 [ $? = 2 ] && [ "$(wc -l <"$work/9b.err")" = 1 ] && grep -q "powr" "$work/9b.err" && pass ||
   fail "bad --lr_scheduler_kwargs: $(cat "$work/9b.err")"
+
+# 10. GLUE as run_glue.py's users have it: --dataset_name glue --dataset_config_name mrpc from the
+#     Hugging Face hub cache's parquet files (the committed fixture is laid out as that cache).
+out10="$work/out10"
+HF_HUB_CACHE="$(cd "$(dirname "$0")/../fixtures/glue_parquet/hub" && pwd)" "$cpuft" train \
+  --model_name_or_path "$M" --dataset_name glue --dataset_config_name mrpc --do_train --do_eval \
+  --max_steps 2 --max_seq_length 64 --output_dir "$out10" >"$work/10.log" 2>&1
+status=$?
+if grep -q "built without Apache Arrow" "$work/10.log"; then
+  echo "note: this build has no Arrow; the parquet line was not run"
+elif [ $status = 0 ] && grep -q "^data: Hugging Face hub cache, nyu-mll/glue at main" "$work/10.log"; then
+  pass
+else
+  fail "GLUE from the hub cache's parquet files: $(tail -3 "$work/10.log")"
+fi
+
+# 11. --report_to tensorboard: event files under output_dir/runs/DATE_HOST, read back with
+#     TensorBoard's own reader when scripts/fetch_tensorboard.sh has put it in the cache.
+out11="$work/out11"
+"$cpuft" train --model_name_or_path "$M" --task_name mrpc --do_train --do_eval --max_steps 4 \
+  --max_seq_length 64 --logging_steps 2 --eval_strategy steps --eval_steps 4 \
+  --report_to tensorboard --output_dir "$out11" >"$work/11.log" 2>&1 && pass ||
+  fail "--report_to tensorboard: $(tail -3 "$work/11.log")"
+events=$(ls "$out11"/runs/*/events.out.tfevents.* 2>/dev/null | head -1)
+[ -s "$events" ] && pass || fail "no event file under $out11/runs"
+tb_dir="${CPUFT_TENSORBOARD_DIR:-$HOME/.cache/cpuft/tensorboard-2.21.0}"
+if [ -d "$tb_dir/tensorboard" ] && [ -n "$events" ]; then
+  PYTHONPATH="$tb_dir" /usr/bin/python3 - "$events" <<'EOF' && pass || fail "TensorBoard's reader: see above"
+import sys
+from tensorboard.backend.event_processing import event_accumulator
+acc = event_accumulator.EventAccumulator(sys.argv[1])
+acc.Reload()
+tags = acc.Tags()["scalars"]
+for tag in ("train/loss", "train/learning_rate", "train/grad_norm", "eval/accuracy", "eval/loss"):
+    assert tag in tags, (tag, tags)
+assert [e.step for e in acc.Scalars("train/loss")] == [2, 4], acc.Scalars("train/loss")
+assert [e.step for e in acc.Scalars("eval/accuracy")][0] == 4
+EOF
+else
+  echo "note: TensorBoard's reader not fetched (scripts/fetch_tensorboard.sh); event file only"
+fi
 
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]
