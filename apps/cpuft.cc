@@ -114,6 +114,8 @@ int run(int argc, char** argv) {
 }  // namespace cpuft
 
 int main(int argc, char** argv) {
+  // Log lines reach a file or a pipe as they are printed, also when the run is killed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
     return cpuft::run(argc, argv);
   } catch (const cpuft::UsageError& e) {

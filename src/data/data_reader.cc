@@ -561,6 +561,23 @@ Dataset read_data_file(const std::string& path, const DataFileLabels& labels) {
   if (find_column(t, "sentence1") >= 0 && find_column(t, "sentence2") >= 0) {
     col_a = find_column(t, "sentence1");
     col_b = find_column(t, "sentence2");
+  } else {
+    for (int col : {col_a, col_b}) {
+      if (col < 0) continue;
+      const auto c = static_cast<size_t>(col);
+      bool all_integers = !t.rows.empty();
+      for (size_t r = 0; r < t.rows.size() && all_integers; ++r) {
+        int64_t value = 0;
+        all_integers = t.present[r][c] && cell_integer(t, t.rows[r][c], value);
+      }
+      const std::string& name = t.columns[c];
+      if (name == "idx" || name == "index" || all_integers)
+        data.notes.push_back(str(path, ": text column '", name,
+                                 "' (the first columns besides 'label' are the text, as ",
+                                 "run_glue.py picks them) ",
+                                 all_integers ? "holds only integers" : "looks like an index",
+                                 "; name the text columns sentence1 and sentence2 to choose them"));
+    }
   }
 
   auto text_of = [&](size_t r, int col) -> std::string {

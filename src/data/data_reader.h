@@ -27,6 +27,9 @@ struct Dataset {
   std::string name;  // e.g. "mnli dev matched" or the file path for --*_file data
   std::string path;  // the file read
   std::vector<Example> examples;
+  // One line each about a choice the reader made that a user should know of (a text column that
+  // holds an index); the trainer prints them.
+  std::vector<std::string> notes;
 };
 
 // data_dir/<folder>/<file> for a split. For MNLI dev/test `variant` is "matched" (the default
@@ -55,8 +58,10 @@ DataFileLabels data_file_labels(const std::string& train_path);
 // Reads a --train_file/--validation_file/--test_file: .csv (RFC 4180 quoting), .tsv (tabs only, no
 // quoting) or .json/.jsonl (JSON lines, or one JSON array of objects). The first row of CSV/TSV
 // names the columns. Text columns, as run_glue.py picks them: "sentence1" and "sentence2" when
-// both exist, else the first one or two columns other than "label". A file without a "label"
-// column, and integer labels of -1, give unlabelled examples.
+// both exist, else the first one or two columns other than "label" — with a note in
+// Dataset::notes when one of those is named idx/index or holds only integers (a raw QNLI file
+// would train on index + question, as run_glue.py would, without a word otherwise). A file without
+// a "label" column, and integer labels of -1, give unlabelled examples.
 Dataset read_data_file(const std::string& path, const DataFileLabels& labels);
 
 // A task-table row for --*_file data, so glue_metrics() can score it the way run_glue.py scores

@@ -477,6 +477,27 @@ TEST(DataFile, CsvQuotingAndStringLabels) {
   EXPECT_EQ(labels_of(d), (std::vector<int32_t>{1, 0, 1}));
 }
 
+// A raw QNLI file (index, question, sentence, label) trains on index + question, as run_glue.py
+// picks the first two columns; the reader says so in a note. Named sentence1/sentence2: no note.
+TEST(DataFile, AnIndexTakenAsTextIsNoted) {
+  TempDir tmp;
+  const std::string raw = tmp.write("qnli.tsv",
+                                    "index\tquestion\tsentence\tlabel\n"
+                                    "0\twhat is it?\tit is a test.\tentailment\n"
+                                    "1\twho?\tnobody.\tnot_entailment\n");
+  const Dataset d = read_data_file(raw, data_file_labels(raw));
+  EXPECT_EQ(d.examples[0].text_a, "0");
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_NE(d.notes[0].find("text column 'index'"), std::string::npos) << d.notes[0];
+  EXPECT_NE(d.notes[0].find("holds only integers"), std::string::npos) << d.notes[0];
+  const std::string numbers = tmp.write("numbers.tsv", "id\tsentence\tlabel\n7\ta b\t1\n9\tc\t0\n");
+  EXPECT_NE(read_data_file(numbers, data_file_labels(numbers)).notes.at(0).find("column 'id'"),
+            std::string::npos);
+  const std::string named =
+      tmp.write("named.tsv", "idx\tsentence1\tsentence2\tlabel\n0\ta\tb\t1\n");
+  EXPECT_TRUE(read_data_file(named, data_file_labels(named)).notes.empty());
+}
+
 TEST(DataFile, CsvErrorsNameTheRecordLine) {
   TempDir tmp;
   const std::string wrong_width = tmp.write("a.csv", "text,label\n\"multi\nline\",1\nno label\n");

@@ -27,6 +27,15 @@ struct TaskData {
   bool regression = false;
   std::optional<Dataset> train;
   std::vector<NamedDataset> eval, test;
+
+  // Every split read (train, eval, test).
+  std::vector<const Dataset*> datasets() const {
+    std::vector<const Dataset*> all;
+    if (train) all.push_back(&*train);
+    for (const auto* list : {&eval, &test})
+      for (const NamedDataset& d : *list) all.push_back(&d.data);
+    return all;
+  }
 };
 
 // Reads the splits the flags ask for (train only with --do_train, etc.), applying

@@ -55,6 +55,7 @@ void validate_train_config(TrainConfig& c, bool cpu_has_bf16) {
   require(c.max_grad_norm >= 0, "--max_grad_norm must be >= 0");
   require(c.max_steps > 0 || c.num_train_epochs > 0,
           "--num_train_epochs must be > 0 (or give --max_steps)");
+  require(c.num_train_epochs <= 1e6, "--num_train_epochs must be at most 1e6");
   require(c.warmup_ratio >= 0 && c.warmup_ratio <= 1, "--warmup_ratio must be in [0, 1]");
   require(c.warmup_steps >= 0, "--warmup_steps must be >= 0");
   require(c.label_smoothing_factor >= 0 && c.label_smoothing_factor < 1,

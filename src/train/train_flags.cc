@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -38,8 +39,8 @@ double parse_number(const std::string& flag, const std::string& text) {
   errno = 0;
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value != value)
-    throw UsageError(str("--", flag, ": expected a number, got '", text, "'"));
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value))
+    throw UsageError(str("--", flag, ": expected a finite number, got '", text, "'"));
   return value;
 }
 
@@ -333,7 +334,8 @@ std::vector<TrainFlag> make_table() {
       [](const TrainConfig& c) { return nlohmann::json(c.report_to); },
       "none, all or tensorboard (event files in --logging_dir)"));
   t.push_back(implemented("run_name", &TrainConfig::run_name,
-                          "Name of the run in trainer_state.json and the model card"));
+                          "Recorded in training_args.json (default output_dir); trackers name "
+                          "runs by it, TensorBoard does not"));
   t.push_back(implemented_with(
       "log_level", V,
       one_of("log_level", &TrainConfig::log_level,

@@ -100,6 +100,10 @@ TEST(TrainFlags, ValuesListsAndPrefixes) {
             std::string::npos);
   EXPECT_NE(usage_error({"--learning_rate"}).find("--learning_rate needs a value"),
             std::string::npos);
+  EXPECT_NE(usage_error({"--num_train_epochs", "inf"}).find("expected a finite number"),
+            std::string::npos);
+  EXPECT_NE(usage_error({"--learning_rate", "nan"}).find("expected a finite number"),
+            std::string::npos);
   EXPECT_NE(usage_error({"--report_to", "wandb"}).find("use tensorboard, all or none"),
             std::string::npos);
   EXPECT_NE(usage_error({"--log_level", "loud"}).find("--log_level: 'loud' is not one of"),
@@ -171,7 +175,7 @@ TEST(TrainFlags, ArgsFilesAndTheCommandLineHasTheLastWord) {
   EXPECT_NE(usage_error({typo}).find("unknown key 'learning_rat' (did you mean --learning_rate?)"),
             std::string::npos);
   const std::string wrong = temp_file("wrong.json", R"({"learning_rate": "fast"})");
-  EXPECT_NE(usage_error({wrong}).find("--learning_rate: expected a number, got 'fast'"),
+  EXPECT_NE(usage_error({wrong}).find("--learning_rate: expected a finite number, got 'fast'"),
             std::string::npos);
   const std::string broken = temp_file("broken.yml", "a: [1, 2\n");
   TrainConfig config;
@@ -234,7 +238,7 @@ TEST(TrainFlags, DocsHoldTheTable) {
   std::stringstream docs;
   docs << in.rdbuf();
   EXPECT_NE(docs.str().find(train_flags_markdown()), std::string::npos)
-      << "docs/cli.md's flag table is stale: paste the output of `cpuft flag-table`";
+      << "docs/cli.md's flag table is stale: run tools/update_cli_flag_table.py";
 }
 
 TEST(TrainFlags, HelpListsEveryClass) {

@@ -121,6 +121,8 @@ void Trainer::prepare() {
   s.model_config = parse_model_config(s.config_text, (model_dir / "config.json").string());
   s.task = load_task_data(c, s.model_config);
   if (!s.task.data_origin.empty()) s.info(str("data: ", s.task.data_origin));
+  for (const Dataset* d : s.task.datasets())
+    for (const std::string& note : d->notes) s.warn(note);
   const int64_t task_labels =
       s.task.regression ? 1 : static_cast<int64_t>(s.task.label_names.size());
   s.model_config.num_labels = task_labels;  // run_glue passes the task's num_labels
@@ -180,18 +182,20 @@ void Trainer::prepare() {
   std::string table;
   for (const ParamSpec& spec : s.layout->specs())
     table += str(spec.name, spec.shape.size(), spec.numel, ";");
-  check_ranks_agree(*s.dist.comm,
-                    {{"program", CPUFT_VERSION_STRING},
-                     {"parameter table", fingerprint(table.data(), table.size())},
-                     {"config", fingerprint(s.config_text.data(), s.config_text.size())},
-                     {"train data", fingerprint(s.train.input_ids.data(),
-                                                s.train.input_ids.size() * sizeof(int32_t))},
-                     {"train labels",
-                      fingerprint(s.train.labels.data(), s.train.labels.size() * sizeof(int32_t))},
-                     {"resumed from", s.resume_dir},
-                     {"flags", str(c.seed, " ", c.per_device_train_batch_size, " ",
-                                   c.gradient_accumulation_steps, " ", c.learning_rate, " ",
-                                   c.max_seq_length, " ", c.num_train_epochs, " ", c.max_steps)}});
+  std::vector<std::pair<std::string, std::string>> facts = {
+      {"program", CPUFT_VERSION_STRING},
+      {"parameter table", fingerprint(table.data(), table.size())},
+      {"config", fingerprint(s.config_text.data(), s.config_text.size())},
+      {"train data",
+       fingerprint(s.train.input_ids.data(), s.train.input_ids.size() * sizeof(int32_t))},
+      {"train labels", fingerprint(s.train.labels.data(), s.train.labels.size() * sizeof(int32_t))},
+      {"resumed from", s.resume_dir}};
+  // Every resolved argument (all of them change the math or the files); --local_rank differs by
+  // design.
+  const json args = training_args_json(c);
+  for (const auto& [name, value] : args.items())
+    if (name != "local_rank") facts.emplace_back("--" + name, value.dump());
+  check_ranks_agree(*s.dist.comm, facts);
   s.dist.comm->broadcast(s.params.data(), s.layout->total_floats() * sizeof(float), 0);
   if (s.dist.world_size() > 1) {
     s.buckets = std::make_unique<BucketPlan>(backward_layer_ranges(*s.layout),

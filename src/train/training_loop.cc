@@ -99,6 +99,24 @@ void load_best_model(Trainer::State& s) {
 
 }  // namespace
 
+// After a step whose gradient norm (the same on every rank) or loss is not finite: the weights are
+// lost, so the run stops naming the step and the first non-finite weight; nothing is written as if
+// fine.
+void stop_if_not_finite(const Trainer::State& s, const StepResult& step) {
+  if (std::isfinite(step.grad_norm) && std::isfinite(step.loss)) return;
+  std::string first = "none";
+  for (const ParamSpec& spec : s.layout->specs()) {
+    const float* w = s.params.data() + spec.offset;
+    if (!std::all_of(w, w + spec.numel, [](float v) { return std::isfinite(v); })) {
+      first = spec.name;
+      break;
+    }
+  }
+  throw Error(str("step ", s.global_step + 1, ": the loss (", step.loss, ") or gradient norm (",
+                  step.grad_norm, ") is not finite; first non-finite weight after the update: ",
+                  first, "; lower --learning_rate or check the data (no model was written)"));
+}
+
 // Fine-tunes for max_steps optimizer steps, logging, evaluating and saving checkpoints on the way
 // as the strategies say; then writes the model, config, tokenizer and train_results.json.
 // Returns train_results.
@@ -178,6 +196,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       const StepResult step =
           train_step.run(s.global_step, {micro_batches.data(), static_cast<size_t>(micros)},
                          schedule.lr(s.global_step));
+      stop_if_not_finite(s, step);
       for (int64_t m = 0; m < micros; ++m)
         s.total_flos += 6.0 * s.dense_params *
                         static_cast<double>(micro_batches[static_cast<size_t>(m)].num_tokens()) *

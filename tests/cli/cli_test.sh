@@ -196,6 +196,12 @@ cp -r "$work/model" "$work/badcfg"
 sed -i 's/"hidden_size": 32/"hidden_size": "32"/' "$work/badcfg/config.json"
 expect_error bad-config "hidden_size" train --model_name_or_path "$work/badcfg" --do_train "${files[@]}"
 
+# A diverging run stops at the first non-finite step, in one line, and writes no model.
+"$cpuft" "${base[@]}" "${files[@]}" --learning_rate 1e30 --save_strategy no \
+  --output_dir "$work/nan" >/dev/null 2>"$work/stderr"
+[ $? = 1 ] && [ "$(wc -l <"$work/stderr")" = 1 ] &&
+  grep -q "^error: step [0-9]*: the loss (.*) or gradient norm (.*) is not finite" "$work/stderr" &&
+  [ ! -e "$work/nan/model.safetensors" ] && pass || fail "non-finite training: $(cat "$work/stderr")"
 want_code=2 expect_error unknown-flag "unknown flag --learning_rte (did you mean --learning_rate?)" \
   "${base[@]}" "${files[@]}" --learning_rte 1
 want_code=2 expect_error bad-value "--max_steps: expected an integer, got 'ten'" \

@@ -12,7 +12,8 @@
 #   7. hub names found in a Hugging Face cache (HF_HUB_CACHE), and the one-line error when absent;
 #   8. --local_rank that contradicts the launcher; notices for flags that change nothing;
 #   9. --optim sgd --optim_args, --lr_scheduler_kwargs, --label_smoothing_factor;
-#  10. --dataset_name glue from the hub cache's parquet files; 11. --report_to tensorboard.
+#  10. --dataset_name glue from the hub cache's parquet files; 11. --report_to tensorboard;
+#  12. --eval_on_start, --eval_delay, --logging_first_step, --dataloader_drop_last.
 # GLUE MRPC comes through GLUE_DIR, as a user's environment gives it: the first 256 training and 64
 # dev pairs of the repository's data/glue/MRPC, so the unchanged 3-epoch lines take seconds.
 # Usage: run_glue_lines_test.sh CPUFT MAKE_TINY_MODEL MPIRUN WITH_CCL
@@ -252,6 +253,24 @@ EOF
 else
   echo "note: TensorBoard's reader not fetched (scripts/fetch_tensorboard.sh); event file only"
 fi
+
+# 12. --eval_on_start, --eval_delay, --logging_first_step, --dataloader_drop_last, fractional
+#     --eval_steps: the log history shows each (256 pairs, batch 48: 5 full batches an epoch).
+out12="$work/out12"
+"$cpuft" train --model_name_or_path "$M" --task_name mrpc --do_train --max_seq_length 64 \
+  --per_device_train_batch_size 48 --dataloader_drop_last --num_train_epochs 2 --eval_on_start \
+  --eval_strategy steps --eval_steps 0.2 --eval_delay 4 --logging_first_step --logging_steps 5 \
+  --save_strategy no --output_dir "$out12" >"$work/12.log" 2>&1 && pass ||
+  fail "eval_on_start etc.: $(tail -3 "$work/12.log")"
+python3 - "$out12" <<'EOF' && pass || fail "log history of section 12: see above"
+import json, sys
+state = json.load(open(f"{sys.argv[1]}/trainer_state.json"))
+assert state["max_steps"] == 10, state["max_steps"]  # drop_last: 5 steps an epoch, not 6
+evals = [e["step"] for e in state["log_history"] if "eval_accuracy" in e]
+assert evals == [0, 4, 6, 8, 10], evals  # on start; every ceil(0.2 * 10) = 2 steps from step 4
+losses = [e["step"] for e in state["log_history"] if "loss" in e]
+assert losses == [1, 5, 10], losses
+EOF
 
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]
