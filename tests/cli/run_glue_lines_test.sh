@@ -13,7 +13,8 @@
 #   8. --local_rank that contradicts the launcher; notices for flags that change nothing;
 #   9. --optim sgd --optim_args, --lr_scheduler_kwargs, --label_smoothing_factor;
 #  10. --dataset_name glue from the hub cache's parquet files; 11. --report_to tensorboard;
-#  12. --eval_on_start, --eval_delay, --logging_first_step, --dataloader_drop_last.
+#  12. --eval_on_start, --eval_delay, --logging_first_step, --dataloader_drop_last;
+#  13. --config_name, --tokenizer_name, --logging_dir, --log_level error.
 # GLUE MRPC comes through GLUE_DIR, as a user's environment gives it: the first 256 training and 64
 # dev pairs of the repository's data/glue/MRPC, so the unchanged 3-epoch lines take seconds.
 # Usage: run_glue_lines_test.sh CPUFT MAKE_TINY_MODEL MPIRUN WITH_CCL
@@ -271,6 +272,15 @@ assert evals == [0, 4, 6, 8, 10], evals  # on start; every ceil(0.2 * 10) = 2 st
 losses = [e["step"] for e in state["log_history"] if "loss" in e]
 assert losses == [1, 5, 10], losses
 EOF
+
+# 13. --config_name / --tokenizer_name from other folders, --logging_dir, --log_level error.
+cp -r "$M" "$work/other_config" && rm "$work/other_config/model.safetensors"
+"$cpuft" train --model_name_or_path "$M" --config_name "$work/other_config" \
+  --tokenizer_name "$work/other_config" --task_name mrpc --do_train --max_steps 2 --max_seq_length 64 \
+  --report_to tensorboard --logging_dir "$work/tb13" --log_level error --output_dir "$work/out13" \
+  >"$work/13.log" 2>&1 && pass || fail "config_name/tokenizer_name/logging_dir: $(tail -3 "$work/13.log")"
+ls "$work/tb13"/events.out.tfevents.* >/dev/null 2>&1 && pass || fail "no events in --logging_dir"
+[ ! -s "$work/13.log" ] && pass || fail "--log_level error printed: $(head -3 "$work/13.log")"
 
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]
