@@ -16,6 +16,7 @@
 #include "scaling/scaling.h"
 #include "train/distributed.h"
 #include "train/environment.h"
+#include "train/stop_signals.h"
 #include "train/train_config.h"
 #include "train/train_flags.h"
 #include "train/trainer.h"
@@ -30,6 +31,9 @@ int run_trainer(const TrainConfig& config) {
   try {
     trainer.prepare();
     trainer.run();
+  } catch (const TrainingStopped& stopped) {
+    // Every rank stopped after the same step with a checkpoint saved (rank 0 said where).
+    return 128 + stopped.signal();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     std::fflush(stderr);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "train/evaluation.h"
 #include "train/outputs.h"
 #include "train/progress.h"
+#include "train/stop_signals.h"
 #include "train/trainer_state.h"
 
 namespace fs = std::filesystem;
@@ -117,6 +120,28 @@ void stop_if_not_finite(const Trainer::State& s, const StepResult& step) {
                   first, "; lower --learning_rate or check the data (no model was written)"));
 }
 
+// A stop signal on any rank stops every rank after the same step: one small all-reduce per step
+// when there are several ranks. Returns the signal (this rank's, else SIGTERM), or 0.
+int agreed_stop_signal(Trainer::State& s) {
+  const int mine = StopSignals::pending();
+  if (s.dist.world_size() == 1) return mine;
+  float any = mine != 0 ? 1.0f : 0.0f;
+  s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(&any, 1));
+  return any == 0 ? 0 : (mine != 0 ? mine : SIGTERM);
+}
+
+const char* signal_name(int signal) {
+  switch (signal) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGUSR1:
+      return "SIGUSR1";
+  }
+  return "a signal";
+}
+
 // Fine-tunes for max_steps optimizer steps, logging, evaluating and saving checkpoints on the way
 // as the strategies say; then writes the model, config, tokenizer and train_results.json.
 // Returns train_results.
@@ -164,6 +189,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   TimelineRecorder recorder(s.timeline);
   if (!c.timeline_dir.empty()) train_step.set_observer(&recorder);
 
+  const StopSignals stop_signals;  // SIGTERM, SIGINT, SIGUSR1: stop after the step, resumable
   Progress progress(s.max_steps, tty);
   if (c.eval_on_start && s.global_step == 0) evaluate_during_training(s, progress);
   Stopwatch run_watch;
@@ -241,8 +267,21 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       bool new_best = false;
       if (eval_cadence.due(s.global_step, epoch_end) && progress_point >= c.eval_delay)
         new_best = evaluate_during_training(s, progress);
-      if (save_cadence.due(s.global_step, epoch_end) || (c.save_strategy == "best" && new_best))
-        save_checkpoint_now(s, out, *optimizer);
+      const bool save =
+          save_cadence.due(s.global_step, epoch_end) || (c.save_strategy == "best" && new_best);
+      if (save) save_checkpoint_now(s, out, *optimizer);
+      if (const int signal = agreed_stop_signal(s)) {
+        if (!save) save_checkpoint_now(s, out, *optimizer);
+        progress.finish();
+        const std::string checkpoint = (out / str("checkpoint-", s.global_step)).string();
+        if (s.is_writer())
+          std::fprintf(stderr,
+                       "stopped by %s after step %lld of %lld: resume with "
+                       "--resume_from_checkpoint %s\n",
+                       signal_name(signal), static_cast<long long>(s.global_step),
+                       static_cast<long long>(s.max_steps), checkpoint.c_str());
+        throw TrainingStopped(str("stopped by ", signal_name(signal)), signal);
+      }
     }
   }
   progress.finish();

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Signals during training (issue: a Slurm time limit, Ctrl-C, `srun --signal=USR1`): the run
+# finishes its step, saves a checkpoint, says in one line where to resume, and exits 128 + signal;
+# under mpirun every rank stops after the same step. The step lines reach a redirected stdout as
+# they are printed (line-buffered).
+# Usage: signals_test.sh CPUFT MAKE_TINY_MODEL MPIRUN
+set -uo pipefail
+cpuft="$1" make_tiny_model="$2" mpirun="$3"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=1
+failures=0 passes=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { passes=$((passes + 1)); }
+
+"$make_tiny_model" "$work/model" --no-head || { echo "cannot make the tiny model"; exit 1; }
+printf 'sentence\tlabel\n' >"$work/train.tsv"
+for i in $(seq 200); do printf 'the movie is good %d\t1\nthe film is bad %d\t0\n' "$i" "$i" >>"$work/train.tsv"; done
+flags=(train --model_name_or_path "$work/model" --train_file "$work/train.tsv" --do_train
+       --num_train_epochs 1000 --logging_steps 1 --save_strategy no --max_seq_length 16)
+
+# run_until_step3 NAME SIGNAL [LAUNCHER...]: starts a long run, sends SIGNAL once step 3 is logged.
+run_and_signal() {
+  local name="$1" signal="$2"
+  shift 2
+  "$@" "$cpuft" "${flags[@]}" --output_dir "$work/$name" >"$work/$name.log" 2>"$work/$name.err" &
+  local pid=$! i
+  for ((i = 0; i < 300; i++)); do
+    grep -q "^step 3/" "$work/$name.log" 2>/dev/null && break
+    sleep 0.2
+  done
+  grep -q "^step 3/" "$work/$name.log" && pass || fail "$name: no step line reached the log file"
+  kill "-$signal" "$pid"
+  wait "$pid"
+  code=$?
+}
+
+# 1. SIGTERM: exit 143, one line naming the checkpoint, which resumes.
+run_and_signal term TERM
+[ "$code" = 143 ] && pass || fail "SIGTERM: exit $code (want 143): $(cat "$work/term.err")"
+line=$(grep "^stopped by SIGTERM after step" "$work/term.err")
+step=$(sed -n 's/^stopped by SIGTERM after step \([0-9]*\) of .*/\1/p' <<<"$line")
+checkpoint="$work/term/checkpoint-$step"
+[ "$(wc -l <"$work/term.err")" = 1 ] && [ -n "$step" ] && [ -d "$checkpoint" ] &&
+  grep -q -- "--resume_from_checkpoint $checkpoint$" <<<"$line" && pass ||
+  fail "SIGTERM: $(cat "$work/term.err"); $(ls "$work/term")"
+"$cpuft" "${flags[@]}" --output_dir "$work/term" --max_steps $((step + 2)) \
+  --resume_from_checkpoint "$checkpoint" >"$work/resume.log" 2>&1 &&
+  grep -q "resumed from $checkpoint at step $step" "$work/resume.log" && pass ||
+  fail "resume after SIGTERM: $(tail -3 "$work/resume.log")"
+
+# 2. SIGINT (Ctrl-C): exit 130.
+run_and_signal int INT
+[ "$code" = 130 ] && grep -q "^stopped by SIGINT" "$work/int.err" && pass ||
+  fail "SIGINT: exit $code: $(cat "$work/int.err")"
+
+# 3. mpirun -np 2, SIGUSR1 to mpirun (it forwards the signal): both ranks stop after the same
+#    step, one checkpoint, one line.
+run_and_signal usr1 USR1 "$mpirun" --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+  -x OMP_NUM_THREADS=1
+[ "$code" = 138 ] && pass || fail "SIGUSR1 under mpirun: exit $code (want 138): $(cat "$work/usr1.err")"
+[ "$(grep -c "^stopped by SIGUSR1 after step" "$work/usr1.err")" = 1 ] &&
+  [ "$(ls -d "$work/usr1"/checkpoint-* | wc -l)" = 1 ] && pass ||
+  fail "SIGUSR1 under mpirun: $(cat "$work/usr1.err"); $(ls "$work/usr1")"
+
+echo "$passes passed, $failures failed"
+[ "$failures" = 0 ]
