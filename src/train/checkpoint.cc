@@ -39,7 +39,8 @@ std::string last_checkpoint(const fs::path& output_dir) {
 }
 
 json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,
-                        const json& log_history, const TrainConfig& c, const BestModel& best) {
+                        const json& log_history, const TrainConfig& c, const BestModel& best,
+                        int world_size) {
   json state = {{"epoch", epoch},
                 {"eval_steps", c.eval_steps > 0 ? c.eval_steps : c.logging_steps},
                 {"global_step", global_step},
@@ -52,8 +53,37 @@ json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,
                 {"num_train_epochs", c.num_train_epochs},
                 {"save_steps", c.save_steps},
                 {"train_batch_size", c.per_device_train_batch_size}};
+  state["world_size"] = world_size;
+  state["gradient_accumulation_steps"] = c.gradient_accumulation_steps;
   best.write_to(state);
   return state;
+}
+
+void check_resumable(const json& state, const std::string& dir, const TrainConfig& c,
+                     int world_size, int64_t max_steps) {
+  const std::string where = dir + "/trainer_state.json";
+  CPUFT_REQUIRE(state.contains("global_step") && state["global_step"].is_number_integer() &&
+                    state["global_step"].get<int64_t>() >= 0,
+                where, ": no global_step; not a checkpoint of a training run");
+  const int64_t step = state["global_step"].get<int64_t>();
+  CPUFT_REQUIRE(step < max_steps, where, ": the checkpoint is at step ", step,
+                ", and this run stops at step ", max_steps,
+                "; raise --max_steps or --num_train_epochs to train further");
+  // Checkpoints from before these fields, or from HF's Trainer, carry train_batch_size only.
+  auto differs = [&](const char* key, int64_t now) {
+    return state.contains(key) && state[key].is_number_integer() &&
+           state[key].get<int64_t>() != now;
+  };
+  const bool batch = differs("train_batch_size", c.per_device_train_batch_size);
+  const bool ranks = differs("world_size", world_size);
+  const bool accumulation = differs("gradient_accumulation_steps", c.gradient_accumulation_steps);
+  CPUFT_REQUIRE(!batch && !ranks && !accumulation, where, ": the checkpoint was trained with ",
+                state.value("train_batch_size", int64_t{0}), " sequences per device x ",
+                state.value("world_size", int64_t{1}), " rank(s) x ",
+                state.value("gradient_accumulation_steps", int64_t{1}),
+                " accumulation; this run has ", c.per_device_train_batch_size, " x ", world_size,
+                " x ", c.gradient_accumulation_steps,
+                " (the data order would not continue); resume with the same batch flags and ranks");
 }
 
 void save_checkpoint(const fs::path& output_dir, const CheckpointContent& content,
@@ -78,7 +108,7 @@ void save_checkpoint(const fs::path& output_dir, const CheckpointContent& conten
       {{str(optimizer.state_kind(), "_steps"), std::to_string(optimizer.steps_taken())}});
   write_json((temp_dir / "trainer_state.json").string(),
              trainer_state_json(content.global_step, content.epoch, content.max_steps,
-                                content.log_history, config, content.best));
+                                content.log_history, config, content.best, content.world_size));
   fs::remove_all(final_dir);
   fs::rename(temp_dir, final_dir);
 

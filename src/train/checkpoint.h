@@ -27,6 +27,7 @@ struct CheckpointContent {
   int64_t max_steps;
   const nlohmann::json& log_history;
   const BestModel& best;  // its best_model_checkpoint is never deleted by save_total_limit
+  int world_size;         // with the batch flags, what a resumed run must match
 };
 
 // Writes output_dir/checkpoint-<step> (via a temporary folder and a rename), then deletes the
@@ -53,9 +54,17 @@ ResumePoint load_checkpoint(const std::string& dir, const ParamLayout& layout, f
                             Optimizer& optimizer);
 
 // trainer_state.json as HF's Trainer writes it.
+// world_size and gradient_accumulation_steps are cpuft's additions (with HF's train_batch_size
+// they fix the global batch a resumed run must have).
 nlohmann::json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,
                                   const nlohmann::json& log_history, const TrainConfig& config,
-                                  const BestModel& best);
+                                  const BestModel& best, int world_size);
+
+// Refuses, in one line, resuming `checkpoint_state` (its trainer_state.json) in a run whose
+// batch per device, ranks or accumulation differ (the data order would not continue), or whose
+// max_steps is already reached.
+void check_resumable(const nlohmann::json& checkpoint_state, const std::string& dir,
+                     const TrainConfig& config, int world_size, int64_t max_steps);
 
 // The checkpoint-N folder of output_dir with the largest N (HF's get_last_checkpoint); "" if none.
 std::string last_checkpoint(const std::filesystem::path& output_dir);

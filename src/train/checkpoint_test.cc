@@ -62,7 +62,7 @@ struct CheckpointFixture : ::testing::Test {
     optimizer.step(params.data(), grads.data(), 1e-2);
     const nlohmann::json history = nlohmann::json::array();
     const BestModel best{TrainConfig{}};
-    save_checkpoint(dir, CheckpointContent{2, 1.0, 4, history, best}, layout, params.data(),
+    save_checkpoint(dir, CheckpointContent{2, 1.0, 4, history, best, 1}, layout, params.data(),
                     optimizer, nlohmann::json::object(), *tokenizer, 0, TrainConfig{});
     return dir / "checkpoint-2";
   }
@@ -176,7 +176,7 @@ TEST_F(CheckpointFixture, TheBestCheckpointOutlivesTheLimit) {
   auto save = [&](int64_t step, double accuracy) {
     best.observe({{"eval_accuracy", accuracy}}, step);
     best.saved(step, (dir / str("checkpoint-", step)).string());
-    save_checkpoint(dir, CheckpointContent{step, 1.0, 8, history, best}, layout, params.data(),
+    save_checkpoint(dir, CheckpointContent{step, 1.0, 8, history, best, 1}, layout, params.data(),
                     *optimizer, nlohmann::json::object(), *tokenizer, 1, flags);
   };
   save(2, 0.5);

@@ -245,7 +245,8 @@ void write_run_summary(Trainer::State& s, const fs::path& out, const json& train
   if (!all.empty()) write_json((out / "all_results.json").string(), all);
   if (!c.do_train) return;
   write_json((out / "trainer_state.json").string(),
-             trainer_state_json(s.global_step, s.epoch, s.max_steps, s.log_history, c, s.best));
+             trainer_state_json(s.global_step, s.epoch, s.max_steps, s.log_history, c, s.best,
+                                s.dist.world_size()));
   write_json((out / "training_args.json").string(), training_args_json(c));
   ModelCardFacts facts;
   facts.model_name = fs::path(c.output_dir).lexically_normal().filename().string();

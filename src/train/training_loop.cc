@@ -76,7 +76,8 @@ void save_checkpoint_now(Trainer::State& s, const fs::path& out, Optimizer& opti
   // Every rank knows the best checkpoint (the metrics are the same everywhere); the savers write.
   s.best.saved(s.global_step, (out / str("checkpoint-", s.global_step)).string());
   if (!s.is_saver()) return;
-  CheckpointContent content{s.global_step, s.epoch, s.max_steps, s.log_history, s.best};
+  CheckpointContent content{s.global_step, s.epoch, s.max_steps,
+                            s.log_history, s.best,  s.dist.world_size()};
   save_checkpoint(
       out, content, *s.layout, s.params.data(), optimizer,
       fine_tuned_config(s.config_text, s.task.label_names, s.task.regression, s.task.task_name),
@@ -169,6 +170,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   ResumePoint resume;
   if (!s.resume_dir.empty()) {
     resume = load_checkpoint(s.resume_dir, *s.layout, s.params.data(), *optimizer);
+    check_resumable(resume.trainer_state, s.resume_dir, c, world, s.max_steps);
     s.model->refresh_bf16_weights(s.p);
     s.global_step = resume.global_step;
     s.log_history = resume.log_history;

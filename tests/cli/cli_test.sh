@@ -103,6 +103,18 @@ full="$work/full" resumed="$work/resumed"
   fail "resume failed: $(tail -3 "$work/resume.log")"
 cmp -s "$full/model.safetensors" "$resumed/model.safetensors" && pass ||
   fail "resumed run's weights differ from the uninterrupted run's"
+# Resuming with another batch per device (the data order would not continue), or a checkpoint at
+# or beyond this run's last step: refused in one line.
+"$cpuft" train "${train_flags[@]}" --per_device_train_batch_size 8 --save_strategy no \
+  --output_dir "$work/resume_batch" --resume_from_checkpoint "$full/checkpoint-40" \
+  >/dev/null 2>"$work/stderr"
+[ $? = 1 ] && [ "$(wc -l <"$work/stderr")" = 1 ] &&
+  grep -q "trained with 16 sequences per device x 1 rank(s) x 1 accumulation; this run has 8 x 1 x 1" "$work/stderr" &&
+  pass || fail "resume with another batch: $(cat "$work/stderr")"
+"$cpuft" train "${train_flags[@]}" --max_steps 40 --save_strategy no --output_dir "$work/resume_end" \
+  --resume_from_checkpoint "$full/checkpoint-40" >/dev/null 2>"$work/stderr"
+[ $? = 1 ] && grep -q "the checkpoint is at step 40, and this run stops at step 40" "$work/stderr" &&
+  pass || fail "resume at the last step: $(cat "$work/stderr")"
 
 # 3b. --bf16 (bf16 encoder products): converges as fp32 does, predict runs, resuming gives
 #     bit-identical weights (the bf16 copy is re-rounded after the checkpoint is loaded). On a CPU
