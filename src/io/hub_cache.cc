@@ -1,9 +1,9 @@
 #include "io/hub_cache.h"
 
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "core/check.h"
 
@@ -12,11 +12,6 @@ namespace fs = std::filesystem;
 namespace cpuft {
 
 namespace {
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
 
 // A hub repository id: "name" or "org/name", of letters, digits, '-', '_', '.'.
 bool is_repo_id(const std::string& name) {
@@ -53,47 +48,33 @@ fs::path snapshot_of(const fs::path& repo, const std::string& revision) {
 
 }  // namespace
 
-std::vector<std::string> hub_cache_roots(const std::string& cache_dir) {
-  if (!cache_dir.empty()) return {cache_dir};
-  if (!env("HF_HUB_CACHE").empty()) return {env("HF_HUB_CACHE")};
-  if (!env("HUGGINGFACE_HUB_CACHE").empty()) return {env("HUGGINGFACE_HUB_CACHE")};
-  if (!env("HF_HOME").empty()) return {(fs::path(env("HF_HOME")) / "hub").string()};
-  if (!env("XDG_CACHE_HOME").empty())
-    return {(fs::path(env("XDG_CACHE_HOME")) / "huggingface" / "hub").string()};
-  return {(fs::path(env("HOME")) / ".cache" / "huggingface" / "hub").string()};
-}
-
 ResolvedModel resolve_model_folder(const std::string& name_or_path, const std::string& revision,
-                                   const std::string& cache_dir, const std::string& what) {
+                                   const std::string& cache_root, const std::string& what) {
   std::error_code error;
   if (fs::is_directory(name_or_path, error)) return {name_or_path, ""};
   CPUFT_REQUIRE(is_repo_id(name_or_path), what, " ", name_or_path,
                 ": no such folder (a Hugging Face model folder, or a hub name such as "
                 "google-bert/bert-base-cased found in the hub cache)");
   const std::string rev = revision.empty() ? "main" : revision;
-  std::string looked;
-  for (const std::string& root : hub_cache_roots(cache_dir)) {
-    const fs::path repo = fs::path(root) / repo_folder_name(name_or_path);
-    looked += (looked.empty() ? "" : ", ") + repo.string();
-    if (const fs::path snapshot = snapshot_of(repo, rev); !snapshot.empty())
-      return {snapshot.string(), str(what, " ", name_or_path, ": ", snapshot.string())};
-    // The hub renamed the old names without an organisation ("bert-base-cased" is now
-    // "google-bert/bert-base-cased"); a cache filled under the new name serves the old one.
-    if (name_or_path.find('/') == std::string::npos && fs::is_directory(root, error)) {
-      std::vector<fs::path> renamed;
-      for (const auto& entry : fs::directory_iterator(root, error)) {
-        const std::string folder = entry.path().filename().string();
-        if (folder.starts_with("models--") && folder.ends_with("--" + name_or_path) &&
-            folder != repo_folder_name(name_or_path))
-          renamed.push_back(entry.path());
-      }
-      if (renamed.size() == 1)
-        if (const fs::path snapshot = snapshot_of(renamed[0], rev); !snapshot.empty())
-          return {snapshot.string(), str(what, " ", name_or_path, ": ", snapshot.string())};
+  const fs::path repo = fs::path(cache_root) / repo_folder_name(name_or_path);
+  if (const fs::path snapshot = snapshot_of(repo, rev); !snapshot.empty())
+    return {snapshot.string(), str(what, " ", name_or_path, ": ", snapshot.string())};
+  // The hub renamed the old names without an organisation ("bert-base-cased" is now
+  // "google-bert/bert-base-cased"); a cache filled under the new name serves the old one.
+  if (name_or_path.find('/') == std::string::npos && fs::is_directory(cache_root, error)) {
+    std::vector<fs::path> renamed;
+    for (const auto& entry : fs::directory_iterator(cache_root, error)) {
+      const std::string folder = entry.path().filename().string();
+      if (folder.starts_with("models--") && folder.ends_with("--" + name_or_path) &&
+          folder != repo_folder_name(name_or_path))
+        renamed.push_back(entry.path());
     }
+    if (renamed.size() == 1)
+      if (const fs::path snapshot = snapshot_of(renamed[0], rev); !snapshot.empty())
+        return {snapshot.string(), str(what, " ", name_or_path, ": ", snapshot.string())};
   }
   throw Error(str(what, " ", name_or_path, ": not a folder, and revision '", rev,
-                  "' is not in the Hugging Face cache (looked in ", looked,
+                  "' is not in the Hugging Face cache (looked in ", repo.string(),
                   "); on a machine with network run `huggingface-cli download ", name_or_path,
                   "` and copy the cache here (or set HF_HUB_CACHE / --cache_dir), or give the "
                   "model's folder"));

@@ -3,13 +3,12 @@
 // Hugging Face hub cache that huggingface_hub fills:
 //   <cache>/models--<org>--<name>/refs/<revision>   -> a commit hash
 //   <cache>/models--<org>--<name>/snapshots/<commit>/config.json, model.safetensors, ...
-// with <cache> = --cache_dir, else $HF_HUB_CACHE, else $HF_HOME/hub, else
-// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub; <revision> a branch or tag
+// <cache> is given by the caller (--cache_dir, else data/glue_source.h's hf_hub_cache_dir(): the
+// one place that reads HF_HUB_CACHE, HF_HOME, ...); <revision> a branch or tag
 // (refs/<revision>) or a commit hash (snapshots/<commit>).
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace cpuft {
 
@@ -21,9 +20,6 @@ struct ResolvedModel {
 // Resolves `name_or_path`; `what` names the flag in messages ("--model_name_or_path"). Not found:
 // an Error in one line naming the places looked in and how to put the model there.
 ResolvedModel resolve_model_folder(const std::string& name_or_path, const std::string& revision,
-                                   const std::string& cache_dir, const std::string& what);
-
-// The hub cache roots in the order searched (one unless --cache_dir is given: then only it).
-std::vector<std::string> hub_cache_roots(const std::string& cache_dir);
+                                   const std::string& cache_root, const std::string& what);
 
 }  // namespace cpuft

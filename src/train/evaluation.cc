@@ -105,7 +105,7 @@ json evaluate_at_end(Trainer::State& s, const fs::path& out) {
   json entry = eval_results;
   entry["step"] = s.global_step;
   s.log(entry);
-  s.print("eval: " + eval_results.dump());
+  s.info("eval: " + eval_results.dump());
   return eval_results;
 }
 
@@ -122,7 +122,7 @@ void write_predictions(Trainer::State& s, const fs::path& out) {
     const std::string tag = str(task, suffix.empty() ? "" : "-mm");
     const fs::path results = out / str("predict_results_", tag, ".txt");
     write_file_atomically(results.string(), text);
-    s.print("predictions: " + results.string());
+    s.info("predictions: " + results.string());
     if (c.save_logits) {
       std::string logits = "index";
       for (int64_t k = 0; k < K; ++k) logits += str("\tlogit_", k);

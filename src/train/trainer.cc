@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/fp_env.h"
 #include "core/timer.h"
+#include "data/glue_source.h"
 #include "io/hf_checkpoint.h"
 #include "io/hub_cache.h"
 #include "io/weight_files.h"
@@ -102,16 +103,17 @@ void Trainer::prepare() {
 
   // 1. Everything is read and checked before the output folder is touched. Hub names are looked
   //    up in the Hugging Face cache, as transformers does offline.
+  const std::string cache_root = c.cache_dir.empty() ? hf_hub_cache_dir() : c.cache_dir;
   const ResolvedModel model = resolve_model_folder(c.model_name_or_path, c.model_revision,
-                                                   c.cache_dir, "--model_name_or_path");
+                                                   cache_root, "--model_name_or_path");
   const ResolvedModel config_source =
       c.config_name.empty()
           ? model
-          : resolve_model_folder(c.config_name, c.model_revision, c.cache_dir, "--config_name");
+          : resolve_model_folder(c.config_name, c.model_revision, cache_root, "--config_name");
   const ResolvedModel tokenizer_source =
       c.tokenizer_name.empty() ? model
                                : resolve_model_folder(c.tokenizer_name, c.model_revision,
-                                                      c.cache_dir, "--tokenizer_name");
+                                                      cache_root, "--tokenizer_name");
   for (const ResolvedModel* r : {&model, &config_source, &tokenizer_source})
     if (!r->note.empty() && (r == &model || r->folder != model.folder)) s.info(r->note);
   s.model_folder = model.folder;
@@ -129,7 +131,7 @@ void Trainer::prepare() {
   s.model_config.problem_type = s.task.regression ? "regression" : "single_label_classification";
   if (c.max_seq_length > s.model_config.max_sequence_length()) {
     // As run_glue.py: the model's limit wins, with a warning.
-    s.print(str(
+    s.info(str(
         "--max_seq_length ", c.max_seq_length, " exceeds the ",
         s.model_config.max_sequence_length(), " positions of the model (max_position_embeddings ",
         s.model_config.max_position_embeddings, "); using ", s.model_config.max_sequence_length()));
@@ -161,7 +163,7 @@ void Trainer::prepare() {
     const LoadReport report =
         load_hf_weights(files, *s.layout, s.model_config, s.params.data(), LoadOptions{"", c.seed});
     for (const std::string& name : report.initialised)
-      s.print("newly initialised (not in the checkpoint): " + name);
+      s.info("newly initialised (not in the checkpoint): " + name);
   }
   for (const ParamSpec& spec : s.layout->specs())
     if (spec.layer != kEmbeddingsLayer) s.dense_params += static_cast<double>(spec.numel);
@@ -204,7 +206,7 @@ void Trainer::prepare() {
                                               s.layout->total_floats());
     if (!c.timeline_dir.empty()) s.reducer->set_timeline(&s.timeline);
   }
-  for (const std::string& line : describe_ranks(s.dist)) s.print(line);
+  for (const std::string& line : describe_ranks(s.dist)) s.info(line);
 
   // 4. The model, sized for the largest batch any split can produce.
   int64_t longest = 1, max_batch = 1;

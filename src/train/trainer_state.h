@@ -69,7 +69,6 @@ struct Trainer::State {
   }
   // Rank 0's output, as --log_level allows: info (progress, results) unless warning, error or
   // critical; warnings (notices) unless error or critical.
-  void print(const std::string& line) const { info(line); }
   void info(const std::string& line) const {
     const std::string& level = cfg.log_level;
     if (is_writer() && level != "warning" && level != "error" && level != "critical")
