@@ -90,7 +90,7 @@ int run(int argc, char** argv) {
   model.refresh_bf16_weights(p);
   AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
   // TrainStep times its phases; with CPUFT_PROFILE=1 its regions (and the model's) are profiled.
-  TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 0, 1, 1.0});
+  TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 1, 1.0});
 
   std::vector<double> t_forward, t_backward, t_optimizer, t_step, flops_per_s;
   for (int step = 0; step < warmup + steps; ++step) {

@@ -16,9 +16,22 @@ struct RngKey {
   uint64_t stream = 0;
 };
 
-// Stream id for a dropout site: unique per (step, rank, layer, site).
-constexpr uint64_t dropout_stream(uint64_t step, uint32_t rank, uint32_t layer, uint32_t site) {
-  return (step << 24) ^ (uint64_t{rank} << 16) ^ (uint64_t{layer} << 8) ^ uint64_t { site };
+// Stream id for a dropout site: unique per (optimizer step, layer, site). No rank and no
+// micro-batch: each sequence draws from its own stream, sequence_key(key, sample), where sample is
+// its number in the step's global batch, so the masks do not depend on how a step is split over
+// ranks and micro-batches (a run resumed on another world size draws the same masks).
+constexpr uint64_t dropout_stream(uint64_t step, uint32_t layer, uint32_t site) {
+  return (step << 16) ^ (uint64_t{layer} << 8) ^ uint64_t { site };
+}
+
+// The key of one independent sub-stream of `key`, e.g. one sequence of a batch (or one (sequence,
+// head) block of attention): the seed mixed with the block number (splitmix64's finaliser), so
+// neighbouring blocks get unrelated masks.
+constexpr RngKey sequence_key(RngKey key, int64_t block) {
+  uint64_t z = key.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(block + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return RngKey{z ^ (z >> 31), key.stream};
 }
 
 // Four 32-bit random words for counter block `block` of stream `key`.

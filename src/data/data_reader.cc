@@ -491,6 +491,16 @@ bool cell_number(const Table& t, const Cell& cell, double& v) {
   return parse_double(cell.value, v);
 }
 
+// pandas' default missing-value strings, and the spellings of infinity it parses: in a CSV/TSV
+// label column run_glue would read them as NaN or inf and train on a non-finite label.
+bool missing_or_infinite(std::string_view value) {
+  static const std::set<std::string_view> words = {
+      "#N/A",    "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN",     "-nan",      "1.#IND",
+      "1.#QNAN", "<NA>",     "N/A", "NA",      "NULL",     "NaN",      "None",      "n/a",
+      "nan",     "null",     "inf", "-inf",    "+inf",     "Infinity", "-Infinity", "+Infinity"};
+  return words.count(value) > 0;
+}
+
 }  // namespace
 
 DataFileLabels data_file_labels(const std::string& train_path) {
@@ -503,6 +513,10 @@ DataFileLabels data_file_labels(const std::string& train_path) {
     if (!t.present[r][c]) throw Error(str(location(t, r), ": no label"));
     const Cell& cell = t.rows[r][c];
     if (cell.value.empty()) throw Error(str(location(t, r), ": empty label"));
+    if (!t.typed && missing_or_infinite(cell.value))
+      throw Error(str(location(t, r), ": label '", cell.value,
+                      "' is missing or not finite (pandas reads it as NaN or inf); remove the row "
+                      "or give it a label"));
     switch (label_kind(t, cell)) {
       case Cell::text:
         any_text = true;

@@ -12,13 +12,11 @@ namespace cpuft {
 
 namespace {
 
-// Each (sequence, head) block draws its dropout mask from its own stream, so the mask of a block
-// does not depend on how the batch is split between threads.
-RngKey block_key(RngKey key, int64_t block) {
-  uint64_t z = key.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(block + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;  // splitmix64 finaliser
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return RngKey{z ^ (z >> 31), key.stream};
+// Each (sequence, head) block draws its dropout mask from its own stream, numbered by the
+// sequence's sample id (its place in the step's global batch; model/packed_dropout.h), so the mask
+// of a block depends neither on the threads nor on how the step is split over ranks.
+RngKey block_key(RngKey key, const int64_t* sample_ids, int64_t s, int64_t H, int64_t h) {
+  return sequence_key(key, sample_ids[s] * H + h);
 }
 
 }  // namespace
@@ -33,8 +31,9 @@ void attention_prob_offsets(int64_t* prob_offsets, const int64_t* seq_offsets, i
 }
 
 void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t* seq_offsets,
-                       const int64_t* prob_offsets, int64_t B, const AttentionDims& dims,
-                       float dropout_p, RngKey key, float* scratch, int64_t scratch_per_thread) {
+                       const int64_t* prob_offsets, const int64_t* sample_ids, int64_t B,
+                       const AttentionDims& dims, float dropout_p, RngKey key, float* scratch,
+                       int64_t scratch_per_thread) {
   CPUFT_PROFILE("attention.fwd");
   const KernelTable& k = kernels();
   const int64_t D = dims.D, H = dims.H, Dh = dims.Dh, ld_qkv = 3 * D;
@@ -53,7 +52,7 @@ void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t
     const float* p_used = p;
     if (dropout_p > 0) {
       float* p_drop = scratch + omp_get_thread_num() * scratch_per_thread;
-      k.dropout_forward(p_drop, p, dropout_p, block_key(key, block), T * T);
+      k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
       p_used = p_drop;
     }
     // ctx = P V  -> (T, Dh) at columns h*Dh of ctx (ld D).
@@ -63,9 +62,9 @@ void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t
 }
 
 void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, const float* probs,
-                        const int64_t* seq_offsets, const int64_t* prob_offsets, int64_t B,
-                        const AttentionDims& dims, float dropout_p, RngKey key, float* scratch,
-                        int64_t scratch_per_thread) {
+                        const int64_t* seq_offsets, const int64_t* prob_offsets,
+                        const int64_t* sample_ids, int64_t B, const AttentionDims& dims,
+                        float dropout_p, RngKey key, float* scratch, int64_t scratch_per_thread) {
   CPUFT_PROFILE("attention.bwd");
   const KernelTable& k = kernels();
   const int64_t D = dims.D, H = dims.H, Dh = dims.Dh, ld_qkv = 3 * D;
@@ -87,14 +86,15 @@ void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, cons
     const float* p_used = p;
     if (dropout_p > 0) {  // regenerate the forward's dropped probabilities
       float* p_drop = thread_scratch + T * T;
-      k.dropout_forward(p_drop, p, dropout_p, block_key(key, block), T * T);
+      k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
       p_used = p_drop;
     }
     // undo ctx = P_used V:  d_V = P_used^T d_ctx,  d_P_used = d_ctx V^T
     strided_gemm(true, false, T, Dh, T, 1.0f, p_used, T, d_c, D, 0.0f, d_v, ld_qkv);
     strided_gemm(false, true, T, T, Dh, 1.0f, d_c, D, v, ld_qkv, 0.0f, d_p, T);
     // undo dropout, then softmax: d_scores = P * (d_P - rowsum(d_P * P))
-    if (dropout_p > 0) k.dropout_backward(d_p, d_p, dropout_p, block_key(key, block), T * T);
+    if (dropout_p > 0)
+      k.dropout_backward(d_p, d_p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
     k.softmax_backward(d_p, d_p, p, T, T);
     // undo scores = Q K^T * scale:  d_Q = d_S K * scale,  d_K = d_S^T Q * scale
     strided_gemm(false, false, T, Dh, T, scale, d_p, T, kk, ld_qkv, 0.0f, d_q, ld_qkv);

@@ -24,15 +24,18 @@ void attention_prob_offsets(int64_t* prob_offsets, const int64_t* seq_offsets, i
                             int64_t H);
 
 // ctx(N, D) = softmax(Q K^T / sqrt(Dh)) [dropout] V per sequence and head. Writes probs (before
-// dropout; backward regenerates the mask). scratch: per OpenMP thread, 2 * T_max^2 floats.
+// dropout; backward regenerates the mask). sample_ids (B): each sequence's number in the step's
+// global batch, which keys its dropout streams (model/packed_dropout.h). scratch: per OpenMP
+// thread, 2 * T_max^2 floats.
 void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t* seq_offsets,
-                       const int64_t* prob_offsets, int64_t B, const AttentionDims& dims,
-                       float dropout_p, RngKey key, float* scratch, int64_t scratch_per_thread);
+                       const int64_t* prob_offsets, const int64_t* sample_ids, int64_t B,
+                       const AttentionDims& dims, float dropout_p, RngKey key, float* scratch,
+                       int64_t scratch_per_thread);
 
 // d_qkv(N, 3D) overwritten from d_ctx(N, D).
 void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, const float* probs,
-                        const int64_t* seq_offsets, const int64_t* prob_offsets, int64_t B,
-                        const AttentionDims& dims, float dropout_p, RngKey key, float* scratch,
-                        int64_t scratch_per_thread);
+                        const int64_t* seq_offsets, const int64_t* prob_offsets,
+                        const int64_t* sample_ids, int64_t B, const AttentionDims& dims,
+                        float dropout_p, RngKey key, float* scratch, int64_t scratch_per_thread);
 
 }  // namespace cpuft

@@ -18,6 +18,10 @@ struct Batch {
       0};                       // (B+1) sequence s is tokens [seq_offsets[s], seq_offsets[s+1])
   std::vector<int32_t> labels;  // (B) class ids (classification)
   std::vector<float> targets;   // (B) scores (regression)
+  // (B) or empty: each sequence's number in the optimizer step's global batch (over all ranks and
+  // micro-batches), which keys its dropout masks (model/packed_dropout.h); the training loop
+  // numbers them so that the masks do not depend on how a step is split. Empty: 0..B-1.
+  std::vector<int64_t> sample_ids;
 
   int64_t num_tokens() const { return static_cast<int64_t>(input_ids.size()); }
   int64_t num_sequences() const { return static_cast<int64_t>(seq_offsets.size()) - 1; }
@@ -30,6 +34,7 @@ struct Batch {
     seq_offsets.assign(1, 0);
     labels.clear();
     targets.clear();
+    sample_ids.clear();
   }
   void add_sequence(std::span<const int32_t> ids, std::span<const int32_t> types) {
     for (size_t i = 0; i < ids.size(); ++i) {

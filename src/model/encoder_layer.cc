@@ -47,12 +47,13 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
 
   const Operand x_in = as_input(x, a.x_b, N * D);
   plans.qkv.forward(a.qkv, x_in, w.qkv, p.qkv_b, N);
-  attention_forward(a.ctx, a.probs, a.qkv, batch.seq_offsets, batch.prob_offsets, batch.B,
-                    dims.attention, dims.attention_dropout, keys[kAttentionProbs],
+  attention_forward(a.ctx, a.probs, a.qkv, batch.seq_offsets, batch.prob_offsets, batch.sample_ids,
+                    batch.B, dims.attention, dims.attention_dropout, keys[kAttentionProbs],
                     scratch.attention, scratch.attention_per_thread);
   const Operand ctx_in = as_input(a.ctx, a.ctx_b, N * D);
   plans.attn_out.forward(tmp, ctx_in, w.attn_out, p.attn_out_b, N);
-  k.dropout_forward(tmp, tmp, dims.attention_output_dropout, keys[kAttentionOutput], N * D);
+  packed_dropout_forward(k, tmp, tmp, dims.attention_output_dropout, keys[kAttentionOutput],
+                         batch.token_rows(D));
   k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, x, p.attn_ln_w, p.attn_ln_b,
                            dims.layer_norm_eps, N, D);
 
@@ -61,7 +62,7 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
   k.gelu_forward(a.ffn_act, a.ffn_pre, N * F);
   const Operand act_in = as_input(a.ffn_act, a.act_b, N * F);
   plans.ffn_out.forward(tmp, act_in, w.ffn_out, p.ffn_out_b, N);
-  k.dropout_forward(tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], N * D);
+  packed_dropout_forward(k, tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], batch.token_rows(D));
   k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w, p.ffn_ln_b,
                            dims.layer_norm_eps, N, D);
 }
@@ -88,7 +89,8 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   k.layer_norm_backward(d_s, g.ffn_ln_w, g.ffn_ln_b, d_out, a.s2, a.ln2_mean, a.ln2_rstd,
                         p.ffn_ln_w, N, D);
   // undo: s2 = dropout(act W2^T + b2) + h1   (the h1 branch is added below)
-  k.dropout_backward(d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], N * D);
+  packed_dropout_backward(k, d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput],
+                          batch.token_rows(D));
   {
     const Operand d_y = as_input(d_tmp, grad_b, N * D);
     plans.ffn_out.backward_weights(g.ffn_out_w, d_y, Operand{a.ffn_act, a.act_b}, N);
@@ -110,7 +112,8 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1, a.ln1_mean, a.ln1_rstd,
                         p.attn_ln_w, N, D);
   // undo: s1 = dropout(ctx Wo^T + bo) + x   (the x branch is added at the end)
-  k.dropout_backward(d_tmp, d_s, dims.attention_output_dropout, keys[kAttentionOutput], N * D);
+  packed_dropout_backward(k, d_tmp, d_s, dims.attention_output_dropout, keys[kAttentionOutput],
+                          batch.token_rows(D));
   float* d_ctx = d_h;
   {
     const Operand d_y = as_input(d_tmp, grad_b, N * D);
@@ -119,9 +122,9 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
     plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, N);
   }
   // undo: ctx = attention(qkv)
-  attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets, batch.prob_offsets, batch.B,
-                     dims.attention, dims.attention_dropout, keys[kAttentionProbs],
-                     scratch.attention, scratch.attention_per_thread);
+  attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets, batch.prob_offsets,
+                     batch.sample_ids, batch.B, dims.attention, dims.attention_dropout,
+                     keys[kAttentionProbs], scratch.attention, scratch.attention_per_thread);
   // undo: qkv = x Wqkv^T + bqkv
   {
     const Operand d_y = as_input(d_qkv, grad_b, N * 3 * D);

@@ -23,6 +23,7 @@
 #include "model/attention.h"
 #include "model/bf16_weights.h"
 #include "model/model_params.h"
+#include "model/packed_dropout.h"
 
 namespace cpuft {
 
@@ -68,6 +69,11 @@ struct PackedBatch {
   int64_t N, B;
   const int64_t* seq_offsets;   // (B+1)
   const int64_t* prob_offsets;  // (B+1)
+  const int64_t* sample_ids;    // (B) numbers in the step's global batch: key the dropout masks
+
+  PackedRows token_rows(int64_t width) const {
+    return PackedRows{B, seq_offsets, sample_ids, width};
+  }
 };
 
 struct EncoderDims {

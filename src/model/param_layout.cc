@@ -22,7 +22,29 @@ int64_t align(int64_t floats) {
   return (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
 }
 
+// No encoder has more than a few dozen layers; far beyond that a config is broken, and building
+// its table alone would take gigabytes.
+constexpr int64_t kMaxLayers = 4096;
+// 2^44 floats (64 TiB): more than any machine holds, far below int64 overflow.
+constexpr double kMaxParameters = 17592186044416.0;
+
 }  // namespace
+
+double parameter_count(const ModelConfig& c) {
+  const FamilyParamTables& tables = family_spec(c.family).tables;
+  auto scope = [&](const auto& entries) {
+    double n = 0;
+    for (const auto& e : entries) {
+      if (!present(e, c)) continue;
+      double numel = static_cast<double>(extent(e.shape[0], c));
+      if (e.shape[1] != Dim::none) numel *= static_cast<double>(extent(e.shape[1], c));
+      n += numel;
+    }
+    return n;
+  };
+  return scope(tables.embeddings) + static_cast<double>(c.num_hidden_layers) * scope(tables.layer) +
+         scope(tables.head);
+}
 
 std::string layer_prefix(const FamilyParamTables& tables, int64_t layer) {
   std::string prefix = tables.layer_prefix;
@@ -33,6 +55,13 @@ std::string layer_prefix(const FamilyParamTables& tables, int64_t layer) {
 
 ParamLayout::ParamLayout(const ModelConfig& c)
     : tables_(&family_spec(c.family).tables), layer_count_(c.num_hidden_layers) {
+  CPUFT_REQUIRE(c.num_hidden_layers <= kMaxLayers, "config.json: num_hidden_layers ",
+                c.num_hidden_layers, " is beyond any encoder (at most ", kMaxLayers, ")");
+  const double parameters = parameter_count(c);
+  CPUFT_REQUIRE(parameters <= kMaxParameters, "config.json: the model would have ", parameters,
+                " parameters (", parameters * 4 / 1e12,
+                " TB in fp32): hidden_size, intermediate_size, vocab_size or num_hidden_layers "
+                "is far too large");
   const FamilyParamTables& tables = *tables_;
   int64_t cursor = 0;
   auto add_scope = [&](const std::string& prefix, const auto& entries, int layer) {

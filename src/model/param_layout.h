@@ -36,6 +36,10 @@ struct ParamSpec {
   bool decays = true;  // decays(kind): false for biases and LayerNorm weights (HF Trainer's rule)
 };
 
+// The number of parameters `config` describes, in double so that an absurd config cannot
+// overflow it: for a memory check before anything is allocated.
+double parameter_count(const ModelConfig& config);
+
 class ParamLayout {
  public:
   // The layout of config.family's tables for `config`.

@@ -8,6 +8,7 @@
 #include "kernels/kernels.h"
 #include "model/encoder_layer.h"
 #include "model/family.h"
+#include "model/packed_dropout.h"
 
 namespace cpuft {
 
@@ -39,40 +40,10 @@ class ArenaCarver {
 
 }  // namespace
 
-struct SequenceClassifier::State {
-  State(const ModelConfig& c, const ModelLimits& limits, MatmulPrecision precision)
-      : plans{LinearPlans(limits.max_tokens, c.hidden_size, 3 * c.hidden_size, precision, "qkv"),
-              LinearPlans(limits.max_tokens, c.hidden_size, c.hidden_size, precision, "attn_out"),
-              LinearPlans(limits.max_tokens, c.hidden_size, c.intermediate_size, precision,
-                          "ffn_in"),
-              LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size, precision,
-                          "ffn_out")},
-        head_dense(limits.max_sequences, c.hidden_size, c.hidden_size, MatmulPrecision::f32,
-                   "head_dense"),
-        head_out(limits.max_sequences, c.hidden_size, c.num_labels, MatmulPrecision::f32,
-                 "head_out"),
-        family(family_spec(c.family)) {
-    if (c.has_embedding_projection())
-      embedding_projection = std::make_unique<LinearPlans>(
-          limits.max_tokens, c.embedding_size, c.hidden_size, MatmulPrecision::f32, "emb_proj");
-    if (precision == MatmulPrecision::bf16)
-      bf16_weights = std::make_unique<Bf16Weights>(ParamLayout(c));
-  }
-
-  EncoderPlans plans;
-  // The head stays fp32: its products are (B, D) x (D, D) and smaller, a negligible share.
-  LinearPlans head_dense, head_out;
-  // ELECTRA's (N, E) -> (N, D) projection of the embeddings (fp32, as the head), or nullptr.
-  std::unique_ptr<LinearPlans> embedding_projection;
-  const FamilySpec& family;
-  std::unique_ptr<Bf16Weights> bf16_weights;  // bf16 models only
-  // Layer l's bf16 weights, or nullptr for an fp32 model.
-  const LayerBf16Weights* bf16_layer(size_t l) const {
-    return bf16_weights ? &bf16_weights->layer(l) : nullptr;
-  }
-
-  AlignedBuffer<float> arena;
-  AlignedBuffer<bf16> bf16_arena;  // bf16 models only: the rounded product inputs
+// The activations and scratch of one forward/backward, carved from one arena sized for the
+// model's limits (ModelLimits). Counting alone (base == nullptr) tells the memory a model needs
+// before anything is allocated: SequenceClassifier::activation_bytes.
+struct ClassifierBuffers {
   // Embeddings (E = D except in ELECTRA)
   std::vector<int32_t> positions;  // (N) position ids by the family's rule
   float* emb_sum;                  // (N, E) word + position (+ type)
@@ -99,7 +70,9 @@ struct SequenceClassifier::State {
   EncoderScratch scratch;
 
   std::vector<int64_t> prob_offsets;
-  const Batch* batch = nullptr;  // of the last forward
+  std::vector<int64_t> local_sample_ids;  // 0..max_sequences-1, for batches without sample_ids
+  const int64_t* sample_ids = nullptr;    // (B) of the last forward
+  const Batch* batch = nullptr;           // of the last forward
   StepContext context;
   bool has_loss = false;
   float loss_scale = 1;
@@ -137,7 +110,7 @@ struct SequenceClassifier::State {
       l.out = a.take(N * D);
     }
     head_in = a.take(B * D);
-    head_in_drop = family.head_input_dropout ? a.take(B * D) : head_in;
+    head_in_drop = family_spec(c.family).head_input_dropout ? a.take(B * D) : head_in;
     head_pre = a.take(B * D);
     head_act = a.take(B * D);
     head_drop = a.take(B * D);
@@ -170,6 +143,42 @@ struct SequenceClassifier::State {
   }
 };
 
+struct SequenceClassifier::State : ClassifierBuffers {
+  State(const ModelConfig& c, const ModelLimits& limits, MatmulPrecision precision)
+      : plans{LinearPlans(limits.max_tokens, c.hidden_size, 3 * c.hidden_size, precision, "qkv"),
+              LinearPlans(limits.max_tokens, c.hidden_size, c.hidden_size, precision, "attn_out"),
+              LinearPlans(limits.max_tokens, c.hidden_size, c.intermediate_size, precision,
+                          "ffn_in"),
+              LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size, precision,
+                          "ffn_out")},
+        head_dense(limits.max_sequences, c.hidden_size, c.hidden_size, MatmulPrecision::f32,
+                   "head_dense"),
+        head_out(limits.max_sequences, c.hidden_size, c.num_labels, MatmulPrecision::f32,
+                 "head_out"),
+        family(family_spec(c.family)) {
+    if (c.has_embedding_projection())
+      embedding_projection = std::make_unique<LinearPlans>(
+          limits.max_tokens, c.embedding_size, c.hidden_size, MatmulPrecision::f32, "emb_proj");
+    if (precision == MatmulPrecision::bf16)
+      bf16_weights = std::make_unique<Bf16Weights>(ParamLayout(c));
+  }
+
+  EncoderPlans plans;
+  // The head stays fp32: its products are (B, D) x (D, D) and smaller, a negligible share.
+  LinearPlans head_dense, head_out;
+  // ELECTRA's (N, E) -> (N, D) projection of the embeddings (fp32, as the head), or nullptr.
+  std::unique_ptr<LinearPlans> embedding_projection;
+  const FamilySpec& family;
+  std::unique_ptr<Bf16Weights> bf16_weights;  // bf16 models only
+  // Layer l's bf16 weights, or nullptr for an fp32 model.
+  const LayerBf16Weights* bf16_layer(size_t l) const {
+    return bf16_weights ? &bf16_weights->layer(l) : nullptr;
+  }
+
+  AlignedBuffer<float> arena;
+  AlignedBuffer<bf16> bf16_arena;  // bf16 models only: the rounded product inputs
+};
+
 SequenceClassifier::SequenceClassifier(const ModelConfig& config, const ModelLimits& limits,
                                        MatmulPrecision precision)
     : config_(config), limits_(limits) {
@@ -189,10 +198,22 @@ SequenceClassifier::SequenceClassifier(const ModelConfig& config, const ModelLim
     state_->carve_bf16(config, limits, state_->bf16_arena.data());
   }
   state_->prob_offsets.resize(static_cast<size_t>(limits.max_sequences + 1));
+  state_->local_sample_ids.resize(static_cast<size_t>(limits.max_sequences));
+  for (size_t i = 0; i < state_->local_sample_ids.size(); ++i)
+    state_->local_sample_ids[i] = static_cast<int64_t>(i);
   state_->positions.resize(static_cast<size_t>(limits.max_tokens));
 }
 
 SequenceClassifier::~SequenceClassifier() = default;
+
+int64_t SequenceClassifier::activation_bytes(const ModelConfig& config, const ModelLimits& limits,
+                                             MatmulPrecision precision) {
+  ClassifierBuffers counter;
+  int64_t bytes = counter.carve(config, limits, nullptr) * static_cast<int64_t>(sizeof(float));
+  if (precision == MatmulPrecision::bf16)
+    bytes += counter.carve_bf16(config, limits, nullptr) * static_cast<int64_t>(sizeof(bf16));
+  return bytes;
+}
 
 const float* SequenceClassifier::logits() const {
   return state_->logits;
@@ -205,7 +226,7 @@ void SequenceClassifier::refresh_bf16_weights(const ModelParams& params) {
 namespace {
 
 RngKey dropout_key(const StepContext& ctx, uint32_t layer, uint32_t site) {
-  return RngKey{ctx.seed, dropout_stream(ctx.step, ctx.rank, layer, site)};
+  return RngKey{ctx.seed, dropout_stream(ctx.step, layer, site)};
 }
 
 EncoderDims encoder_dims(const ModelConfig& c, bool training) {
@@ -277,6 +298,9 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   }
   CPUFT_CHECK(!s.bf16_weights || s.bf16_weights->source() == p.word_emb,
               "bf16 model: refresh_bf16_weights() was not called for these weights");
+  CPUFT_CHECK(batch.sample_ids.empty() || static_cast<int64_t>(batch.sample_ids.size()) == B,
+              batch.sample_ids.size(), " sample ids for ", B, " sequences");
+  s.sample_ids = batch.sample_ids.empty() ? s.local_sample_ids.data() : batch.sample_ids.data();
   s.batch = &batch;
   s.context = context;
   s.has_loss = with_loss;
@@ -285,7 +309,8 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   fill_position_ids(s.positions.data(), batch.input_ids.data(), batch.seq_offsets.data(), B,
                     family.positions, static_cast<int32_t>(c.pad_token_id));
   const EncoderDims dims = encoder_dims(c, context.training);
-  const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data()};
+  const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data(), s.sample_ids};
+  const PackedRows head_rows{B, nullptr, s.sample_ids, D};  // one row per sequence
 
   // Embeddings: h0 = project?(dropout(LayerNorm(word + position (+ type))))     (N, E) -> (N, D)
   {
@@ -293,8 +318,8 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
                          s.positions.data(), batch.token_type_ids.data(), N, E);
     k.layer_norm_forward(s.emb_ln, s.emb_mean, s.emb_rstd, s.emb_sum, p.emb_ln_w, p.emb_ln_b,
                          dims.layer_norm_eps, N, E);
-    k.dropout_forward(s.emb_drop, s.emb_ln, dims.hidden_dropout,
-                      dropout_key(context, kEmbeddingsDropoutLayer, 0), N * E);
+    packed_dropout_forward(k, s.emb_drop, s.emb_ln, dims.hidden_dropout,
+                           dropout_key(context, kEmbeddingsDropoutLayer, 0), packed.token_rows(E));
     if (s.embedding_projection)
       s.embedding_projection->forward(s.h0, s.emb_drop, p.emb_proj_w, p.emb_proj_b, N);
   }
@@ -315,12 +340,13 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   for (int64_t i = 0; i < B; ++i) std::copy_n(x + batch.seq_offsets[i] * D, D, s.head_in + i * D);
   const float head_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
   if (family.head_input_dropout)
-    k.dropout_forward(s.head_in_drop, s.head_in, head_dropout,
-                      dropout_key(context, kClassifierDropoutLayer, kHeadInputSite), B * D);
+    packed_dropout_forward(k, s.head_in_drop, s.head_in, head_dropout,
+                           dropout_key(context, kClassifierDropoutLayer, kHeadInputSite),
+                           head_rows);
   s.head_dense.forward(s.head_pre, s.head_in_drop, p.head_dense_w, p.head_dense_b, B);
   head_activation_forward(k, family.head_activation, s.head_act, s.head_pre, B * D);
-  k.dropout_forward(s.head_drop, s.head_act, head_dropout,
-                    dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite), B * D);
+  packed_dropout_forward(k, s.head_drop, s.head_act, head_dropout,
+                         dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite), head_rows);
   s.head_out.forward(s.logits, s.head_drop, p.head_out_w, p.head_out_b, B);
 
   if (!with_loss) return 0.0f;
@@ -355,7 +381,8 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
   const int64_t N = batch.num_tokens(), B = batch.num_sequences();
   const int64_t D = c.hidden_size, E = c.embedding_size;
   const EncoderDims dims = encoder_dims(c, context.training);
-  const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data()};
+  const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data(), s.sample_ids};
+  const PackedRows head_rows{B, nullptr, s.sample_ids, D};  // one row per sequence
   auto ready = [&](int layer) {
     if (listener != nullptr) listener->on_layer_grads_ready(layer);
   };
@@ -367,8 +394,9 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
   ready(classifier_layer(c));
   // undo: head_drop = dropout(act(head_pre)); head_pre = head_in_drop Wd^T + bd
   const float head_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
-  k.dropout_backward(s.d_head, s.d_head, head_dropout,
-                     dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite), B * D);
+  packed_dropout_backward(k, s.d_head, s.d_head, head_dropout,
+                          dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite),
+                          head_rows);
   head_activation_backward(k, family.head_activation, s.d_head, s.d_head, s.head_pre, s.head_act,
                            B * D);
   s.head_dense.backward_weights(g.head_dense_w, s.d_head, s.head_in_drop, B);
@@ -377,8 +405,9 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
   ready(pooler_layer(c));
   // undo: head_in_drop = dropout?(head_in); head_in = first-token rows of the last layer's output
   if (family.head_input_dropout)
-    k.dropout_backward(s.d_head_in, s.d_head_in, head_dropout,
-                       dropout_key(context, kClassifierDropoutLayer, kHeadInputSite), B * D);
+    packed_dropout_backward(k, s.d_head_in, s.d_head_in, head_dropout,
+                            dropout_key(context, kClassifierDropoutLayer, kHeadInputSite),
+                            head_rows);
   float* d_out = s.d_hidden[0];
   std::fill_n(d_out, N * D, 0.0f);
   for (int64_t i = 0; i < B; ++i)
@@ -407,8 +436,8 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
     s.embedding_projection->backward_data(s.d_emb_drop, d_out, p.emb_proj_w, N);
     d_emb_drop = s.d_emb_drop;
   }
-  k.dropout_backward(d_emb_drop, d_emb_drop, dims.hidden_dropout,
-                     dropout_key(context, kEmbeddingsDropoutLayer, 0), N * E);
+  packed_dropout_backward(k, d_emb_drop, d_emb_drop, dims.hidden_dropout,
+                          dropout_key(context, kEmbeddingsDropoutLayer, 0), packed.token_rows(E));
   k.layer_norm_backward(s.d_emb_sum, g.emb_ln_w, g.emb_ln_b, d_emb_drop, s.emb_sum, s.emb_mean,
                         s.emb_rstd, p.emb_ln_w, N, E);
   k.embeddings_backward(g.word_emb, g.pos_emb, g.type_emb, s.d_emb_sum, batch.input_ids.data(),

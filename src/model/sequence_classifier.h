@@ -25,11 +25,11 @@ struct ModelLimits {
   int64_t max_seq_len = 0;    // T, longest sequence (<= max_position_embeddings)
 };
 
-// What makes one step's dropout masks unique and reproducible.
+// What makes one step's dropout masks unique and reproducible: with the batch's sample_ids, a
+// sequence's masks are a function of (seed, optimizer step, its number in the step's global batch).
 struct StepContext {
   uint64_t seed = 42;
-  uint64_t step = 0;
-  uint32_t rank = 0;
+  uint64_t step = 0;     // the optimizer step (the same for all its micro-batches)
   bool training = true;  // false: dropout off (evaluation)
 };
 
@@ -62,6 +62,11 @@ class SequenceClassifier {
   SequenceClassifier(const ModelConfig& config, const ModelLimits& limits,
                      MatmulPrecision precision = MatmulPrecision::f32);
   ~SequenceClassifier();
+
+  // The bytes of activations and scratch such a model allocates (its weights, gradients and
+  // optimizer state are the caller's), computed without allocating: for a memory check first.
+  static int64_t activation_bytes(const ModelConfig& config, const ModelLimits& limits,
+                                  MatmulPrecision precision);
 
   // The loss forward(with_loss) computes from now on (default: LossOptions{}). Throws
   // cpuft::Error, in one line, for label_smoothing outside [0, 1] or on a regression model.

@@ -209,7 +209,7 @@ ComputeProfile measure_compute(const BenchOptions& o, const ModelConfig& config,
                            o.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   model.refresh_bf16_weights(p);
   AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
-  TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 0, 1, 1.0});
+  TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 1, 1.0});
   ReadyClock clock(static_cast<size_t>(classifier_layer(config) + 2));  // layers -1 .. L + 1
   train_step.set_listener(&clock);
   train_step.set_observer(&clock);

@@ -75,11 +75,10 @@ StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, do
   double loss_sum = 0;
   for (int micro = 0; micro < micros; ++micro) {
     const bool last = micro + 1 == micros;
-    // Dropout masks are keyed by the micro-batch's global number (and the rank), so a resumed run
-    // draws the same masks as an uninterrupted one.
-    const StepContext context{options_.seed,
-                              static_cast<uint64_t>(step * options_.accumulation + micro),
-                              options_.rank, true};
+    // Dropout masks are keyed by the optimizer step and each sequence's number in the step's
+    // global batch (Batch::sample_ids), so a resumed run draws the same masks as an uninterrupted
+    // one, on any split of the step over ranks and micro-batches.
+    const StepContext context{options_.seed, static_cast<uint64_t>(step), true};
     const Clock::time_point t0 = Clock::now();
     loss_sum +=
         model_.forward(p_, micro_batches[static_cast<size_t>(micro)], context, true, loss_scale);

@@ -34,8 +34,7 @@
 namespace cpuft {
 
 struct StepOptions {
-  uint64_t seed = 42;        // dropout: StepContext{seed, step * accumulation + micro, rank}
-  uint32_t rank = 0;         // this replica's rank (its own dropout masks)
+  uint64_t seed = 42;        // dropout: StepContext{seed, step}, with the batches' sample_ids
   int64_t accumulation = 1;  // micro-batches per optimizer step
   double max_grad_norm = 1;  // clip_grad_norm's max_norm (<= 0: no clipping)
 };

@@ -12,6 +12,7 @@
 #include <new>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -77,6 +78,12 @@ const char* kTinyConfig = R"({
   "intermediate_size": 48, "max_position_embeddings": 32, "num_labels": 3,
   "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0
 })";
+// The same with every dropout on (embeddings, attention, hidden, classifier).
+const char* kTinyDropoutConfig = R"({
+  "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "intermediate_size": 48, "max_position_embeddings": 32, "num_labels": 3,
+  "hidden_dropout_prob": 0.2, "attention_probs_dropout_prob": 0.2, "classifier_dropout": 0.3
+})";
 
 Batch random_batch(const ModelConfig& config, const std::vector<int>& lengths, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -92,8 +99,8 @@ Batch random_batch(const ModelConfig& config, const std::vector<int>& lengths, u
 
 // A replica: weights, gradients, model, optimizer and its step.
 struct Replica {
-  explicit Replica(const StepOptions& options)
-      : config(parse_model_config(kTinyConfig, "tiny.json")),
+  explicit Replica(const StepOptions& options, const char* config_json = kTinyConfig)
+      : config(parse_model_config(config_json, "tiny.json")),
         layout(config),
         params(static_cast<size_t>(layout.total_floats())),
         grads(static_cast<size_t>(layout.total_floats())),
@@ -153,7 +160,7 @@ struct Recorder final : StepObserver, GradListener {
 };
 
 TEST(TrainStep, HooksHearThePhasesInOrderAndTheLastBackwardOnly) {
-  Replica r(StepOptions{42, 0, 2, 1.0});
+  Replica r(StepOptions{42, 2, 1.0});
   Recorder recorder;
   r.step.set_observer(&recorder);
   r.step.set_listener(&recorder);
@@ -171,8 +178,8 @@ TEST(TrainStep, HooksHearThePhasesInOrderAndTheLastBackwardOnly) {
 // Two micro-batches of two sequences each, with the loss divided by 2, give the gradient of the
 // mean over the four sequences: the same loss and gradient norm as one batch of the four.
 TEST(TrainStep, AccumulatedMicroBatchesMatchTheWholeBatch) {
-  Replica whole(StepOptions{42, 0, 1, 0.0});
-  Replica split(StepOptions{42, 0, 2, 0.0});
+  Replica whole(StepOptions{42, 1, 0.0});
+  Replica split(StepOptions{42, 2, 0.0});
   const std::vector<int> lengths = {6, 6, 6, 6};
   const Batch batch = random_batch(whole.config, lengths, 5);
   std::vector<Batch> halves(2);
@@ -186,6 +193,38 @@ TEST(TrainStep, AccumulatedMicroBatchesMatchTheWholeBatch) {
   const StepResult s = split.step.run(0, halves, 1e-3);
   EXPECT_NEAR(s.loss, w.loss, 1e-6 * w.loss);
   EXPECT_NEAR(s.grad_norm, w.grad_norm, 1e-5 * w.grad_norm);
+}
+
+// With dropout on, a sequence's masks follow its sample id (its number in the step's global
+// batch), not its place in a micro-batch: the batch split in two micro-batches (as two ranks or
+// two accumulation steps would see it) gives the whole batch's loss and gradient norm. Numbered
+// from 0 in each half instead, the halves draw other masks, and the step differs.
+TEST(TrainStep, DropoutMasksFollowTheSampleIdsNotTheSplit) {
+  const std::vector<int> lengths = {5, 7, 6, 4};
+  auto run = [&](bool numbered) {
+    Replica whole(StepOptions{7, 1, 0.0}, kTinyDropoutConfig);
+    Replica split(StepOptions{7, 2, 0.0}, kTinyDropoutConfig);
+    const Batch batch = random_batch(whole.config, lengths, 9);
+    std::vector<Batch> halves(2);
+    for (int64_t s = 0; s < 4; ++s) {
+      Batch& half = halves[static_cast<size_t>(s % 2)];  // sequences 0, 2 | 1, 3, as 2 ranks
+      const auto begin = static_cast<size_t>(batch.seq_offsets[s]);
+      const auto n = static_cast<size_t>(batch.length(s));
+      half.add_sequence({batch.input_ids.data() + begin, n},
+                        {batch.token_type_ids.data() + begin, n});
+      half.labels.push_back(batch.labels[static_cast<size_t>(s)]);
+      if (numbered) half.sample_ids.push_back(s);
+    }
+    const StepResult w = whole.step.run(4, {&batch, 1}, 1e-3);
+    const StepResult h = split.step.run(4, halves, 1e-3);
+    return std::pair{w, h};
+  };
+  const auto [w, h] = run(true);
+  EXPECT_NEAR(h.loss, w.loss, 1e-6 * w.loss);
+  EXPECT_NEAR(h.grad_norm, w.grad_norm, 1e-5 * w.grad_norm);
+  const auto [w2, h2] = run(false);
+  EXPECT_EQ(w2.loss, w.loss);
+  EXPECT_GT(std::abs(h2.loss - w.loss), 1e-4 * w.loss);
 }
 
 TEST(TrainStep, RefusesMoreMicroBatchesThanAccumulationSteps) {
@@ -222,7 +261,7 @@ TEST(TrainStep, ReducerHearsEveryLayerAndIsFinished) {
 // backward passes, which are oneDNN's small per-call argument maps (src/gemm/matmul_plan.cc), never
 // a buffer.
 TEST(TrainStep, AllocatesNothingOfItsOwnOnceWarm) {
-  Replica r(StepOptions{42, 0, 2, 1.0});
+  Replica r(StepOptions{42, 2, 1.0});
   const BucketPlan plan(backward_layer_ranges(r.layout), 4 * 1024, 1024);
   SingleProcessCommunicator comm;
   GradReducer reducer(comm, plan, r.grads.data(), r.layout.total_floats());

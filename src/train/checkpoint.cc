@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "io/hf_checkpoint.h"
 #include "io/safetensors.h"
+#include "train/encoded_dataset.h"
 #include "train/outputs.h"
 
 namespace fs = std::filesystem;
@@ -60,7 +61,7 @@ json trainer_state_json(int64_t global_step, double epoch, int64_t max_steps,
 }
 
 void check_resumable(const json& state, const std::string& dir, const TrainConfig& c,
-                     int world_size, int64_t max_steps) {
+                     int world_size, int64_t train_examples, int64_t max_steps) {
   const std::string where = dir + "/trainer_state.json";
   CPUFT_REQUIRE(state.contains("global_step") && state["global_step"].is_number_integer() &&
                     state["global_step"].get<int64_t>() >= 0,
@@ -69,21 +70,36 @@ void check_resumable(const json& state, const std::string& dir, const TrainConfi
   CPUFT_REQUIRE(step < max_steps, where, ": the checkpoint is at step ", step,
                 ", and this run stops at step ", max_steps,
                 "; raise --max_steps or --num_train_epochs to train further");
-  // Checkpoints from before these fields, or from HF's Trainer, carry train_batch_size only.
-  auto differs = [&](const char* key, int64_t now) {
-    return state.contains(key) && state[key].is_number_integer() &&
-           state[key].get<int64_t>() != now;
+  if (c.ignore_data_skip) return;
+  // Checkpoints from before these fields, or from HF's Trainer, carry train_batch_size only: the
+  // missing ones are taken as this run's.
+  auto saved = [&](const char* key, int64_t now) {
+    return state.contains(key) && state[key].is_number_integer() && state[key].get<int64_t>() > 0
+               ? state[key].get<int64_t>()
+               : now;
   };
-  const bool batch = differs("train_batch_size", c.per_device_train_batch_size);
-  const bool ranks = differs("world_size", world_size);
-  const bool accumulation = differs("gradient_accumulation_steps", c.gradient_accumulation_steps);
-  CPUFT_REQUIRE(!batch && !ranks && !accumulation, where, ": the checkpoint was trained with ",
-                state.value("train_batch_size", int64_t{0}), " sequences per device x ",
-                state.value("world_size", int64_t{1}), " rank(s) x ",
-                state.value("gradient_accumulation_steps", int64_t{1}),
-                " accumulation; this run has ", c.per_device_train_batch_size, " x ", world_size,
-                " x ", c.gradient_accumulation_steps,
-                " (the data order would not continue); resume with the same batch flags and ranks");
+  const int64_t batch = saved("train_batch_size", c.per_device_train_batch_size);
+  const int64_t ranks = saved("world_size", world_size);
+  const int64_t accumulation = saved("gradient_accumulation_steps", c.gradient_accumulation_steps);
+  const std::string trained =
+      str(where, ": the checkpoint was trained with ", batch, " sequences per device x ", ranks,
+          " rank(s) x ", accumulation, " accumulation; this run has ",
+          c.per_device_train_batch_size, " x ", world_size, " x ", c.gradient_accumulation_steps);
+  const std::string advice =
+      "; resume with the same global batch, or pass --ignore_data_skip to start the epoch's data "
+      "over";
+  CPUFT_REQUIRE(batch * ranks * accumulation ==
+                    c.per_device_train_batch_size * world_size * c.gradient_accumulation_steps,
+                trained, ": another global batch, the data order would not continue", advice);
+  const int64_t steps_then = steps_per_epoch(train_examples, static_cast<int>(ranks), batch,
+                                             accumulation, c.dataloader_drop_last);
+  const int64_t steps_now =
+      steps_per_epoch(train_examples, world_size, c.per_device_train_batch_size,
+                      c.gradient_accumulation_steps, c.dataloader_drop_last);
+  CPUFT_REQUIRE(steps_then == steps_now, trained, ": ", steps_then, " steps per epoch then, ",
+                steps_now, " now, the data order would not continue", advice);
+  CPUFT_REQUIRE(!c.group_by_length || batch == c.per_device_train_batch_size, trained,
+                ": --group_by_length groups by the batch per device", advice);
 }
 
 void save_checkpoint(const fs::path& output_dir, const CheckpointContent& content,

@@ -61,10 +61,14 @@ nlohmann::json trainer_state_json(int64_t global_step, double epoch, int64_t max
                                   const BestModel& best, int world_size);
 
 // Refuses, in one line, resuming `checkpoint_state` (its trainer_state.json) in a run whose
-// batch per device, ranks or accumulation differ (the data order would not continue), or whose
-// max_steps is already reached.
+// max_steps is already reached, or where the data order would not continue: another global batch
+// (ranks x batch per device x accumulation) or another number of steps per epoch over
+// `train_examples`, or another batch per device with --group_by_length. The split of the global
+// batch over ranks and accumulation may change (the sample order and dropout masks do not depend
+// on it). --ignore_data_skip lifts the data-order checks: the epoch's data then starts over.
 void check_resumable(const nlohmann::json& checkpoint_state, const std::string& dir,
-                     const TrainConfig& config, int world_size, int64_t max_steps);
+                     const TrainConfig& config, int world_size, int64_t train_examples,
+                     int64_t max_steps);
 
 // The checkpoint-N folder of output_dir with the largest N (HF's get_last_checkpoint); "" if none.
 std::string last_checkpoint(const std::filesystem::path& output_dir);

@@ -106,6 +106,30 @@ std::vector<std::string> describe_ranks(DistContext& dist) {
   return all;
 }
 
+std::string fingerprint_floats(const float* data, size_t count) {
+  constexpr int64_t kChunks = 64;
+  const auto n = static_cast<int64_t>(count);
+  uint64_t chunk_hash[kChunks];
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < kChunks; ++c) {
+    const int64_t begin = n * c / kChunks, end = n * (c + 1) / kChunks;
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over 64-bit words (two floats each)
+    int64_t i = begin;
+    for (; i + 1 < end; i += 2) {
+      uint64_t word;
+      std::memcpy(&word, data + i, sizeof word);
+      h = (h ^ word) * 0x100000001b3ull;
+    }
+    if (i < end) {
+      uint32_t last;
+      std::memcpy(&last, data + i, sizeof last);
+      h = (h ^ last) * 0x100000001b3ull;
+    }
+    chunk_hash[c] = h;
+  }
+  return fingerprint(chunk_hash, sizeof chunk_hash);
+}
+
 std::string fingerprint(const void* data, size_t bytes) {
   const uint64_t h = fnv1a64(data, bytes);
   char text[24];

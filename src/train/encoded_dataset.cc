@@ -74,13 +74,14 @@ EncodedDataset encode_dataset(const Dataset& dataset, const Tokenizer& tokenizer
 }
 
 void fill_batch(Batch& batch, const EncodedDataset& data, std::span<const int64_t> rows,
-                bool regression) {
+                bool regression, SampleNumbering numbering) {
   batch.clear();
   for (int64_t row : rows) {
     const auto begin = static_cast<size_t>(data.offsets[row]);
     const auto count = static_cast<size_t>(data.length(row));
     batch.add_sequence({data.input_ids.data() + begin, count},
                        {data.token_type_ids.data() + begin, count});
+    batch.sample_ids.push_back(numbering.first + numbering.stride * (batch.num_sequences() - 1));
     if (!data.has_labels) continue;
     if (regression)
       batch.targets.push_back(data.scores[row]);
@@ -109,6 +110,17 @@ std::vector<int64_t> epoch_order(const EncodedDataset& data, uint64_t seed, int6
     std::iter_swap(order.begin(), longest);
   }
   return order;
+}
+
+int64_t batches_per_epoch(int64_t examples, int world_size, int64_t batch, bool drop_last) {
+  const int64_t per_rank = (examples + world_size - 1) / world_size;
+  return drop_last ? per_rank / batch : (per_rank + batch - 1) / batch;
+}
+
+int64_t steps_per_epoch(int64_t examples, int world_size, int64_t batch, int64_t accumulation,
+                        bool drop_last) {
+  const int64_t batches = batches_per_epoch(examples, world_size, batch, drop_last);
+  return std::max<int64_t>(1, (batches + accumulation - 1) / accumulation);
 }
 
 std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int world_size) {

@@ -31,9 +31,18 @@ struct EncodedDataset {
 // in parallel; the result does not depend on the thread count.
 EncodedDataset encode_dataset(const Dataset& dataset, const Tokenizer& tokenizer, int max_length);
 
-// Appends examples `rows` to an empty batch (labels or scores too when the set has them).
+// How the sequences of a batch are numbered in their optimizer step's global batch
+// (Batch::sample_ids, which key the dropout masks): row j of the batch is number first + j *
+// stride.
+struct SampleNumbering {
+  int64_t first = 0;
+  int64_t stride = 1;
+};
+
+// Fills `batch` with examples `rows` (labels or scores too when the set has them), numbered as
+// `numbering` says.
 void fill_batch(Batch& batch, const EncodedDataset& data, std::span<const int64_t> rows,
-                bool regression);
+                bool regression, SampleNumbering numbering = {});
 
 // The order of examples in `epoch`: a seeded permutation (seed, epoch), or, with group_by_length,
 // HF's LengthGroupedSampler scheme (megabatches of 50 batches, each sorted by length, longest
@@ -45,5 +54,14 @@ std::vector<int64_t> epoch_order(const EncodedDataset& data, uint64_t seed, int6
 // to a multiple of world_size by repeating its beginning, then rank r takes elements r, r + world,
 // r + 2 world, ... Every rank gets the same count, so every rank runs the same number of steps.
 std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int world_size);
+
+// Batches a rank runs in one epoch over `examples`: each rank sees ceil(examples / world) of them
+// (shard_order's padding); drop_last drops the last incomplete batch. May be 0.
+int64_t batches_per_epoch(int64_t examples, int world_size, int64_t batch, bool drop_last);
+
+// Optimizer steps in one epoch: the batches in groups of `accumulation` (the last group may be
+// short), at least 1.
+int64_t steps_per_epoch(int64_t examples, int world_size, int64_t batch, int64_t accumulation,
+                        bool drop_last);
 
 }  // namespace cpuft

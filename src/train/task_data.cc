@@ -57,6 +57,13 @@ TaskData load_task_data(const TrainConfig& c, const ModelConfig& model_config) {
   DataFileLabels labels;
   if (!label_source.empty()) {
     labels = data_file_labels(label_source);
+    // One class would make a one-output model, which transformers (and cpuft) train as a
+    // regression: the labels would silently become scores.
+    CPUFT_REQUIRE(labels.regression || labels.names.size() >= 2, label_source,
+                  labels.names.empty() ? std::string(": no labels")
+                                       : str(": every label is '", labels.names[0], "'"),
+                  "; a classifier needs at least two classes (for a regression, give scores "
+                  "with a decimal point, e.g. 1.0)");
   } else {
     labels.regression = model_config.is_regression() || model_config.problem_type == "regression";
     if (!labels.regression) labels.names = model_config.id2label;

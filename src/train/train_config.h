@@ -34,6 +34,9 @@ struct TrainConfig {
   bool overwrite_output_dir = false;
   // A checkpoint folder; "true": the latest checkpoint in output_dir; "false"/"": none.
   std::string resume_from_checkpoint;
+  // Resuming: start the current epoch's data from its beginning instead of skipping the batches
+  // already trained (HF's meaning); also allows resuming with another global batch.
+  bool ignore_data_skip = false;
 
   // Optimisation
   int64_t per_device_train_batch_size = 8;

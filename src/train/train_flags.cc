@@ -399,8 +399,9 @@ std::vector<TrainFlag> make_table() {
                                        : nlohmann::json(c.greater_is_better == 1);
       },
       "Whether a higher metric is better (default: true unless the metric is a loss)"));
-  t.push_back(noticed("ignore_data_skip", B,
-                      "resuming recomputes the data order; no batches are replayed"));
+  t.push_back(implemented("ignore_data_skip", &TrainConfig::ignore_data_skip,
+                          "Resuming: start the epoch's data over (also allows another global "
+                          "batch) instead of skipping the batches already trained"));
 
   // ---- hardware, distribution
   t.push_back(noticed("no_cuda", B, "cpuft runs only on CPUs", kHf4));

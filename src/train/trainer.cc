@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 
 #include "core/check.h"
 #include "core/fp_env.h"
+#include "core/memory.h"
 #include "core/timer.h"
 #include "data/glue_source.h"
 #include "io/hf_checkpoint.h"
@@ -73,6 +76,46 @@ void resolve_resume_point(Trainer::State& s) {
     s.warn(str("checkpoint detected, resuming training at ", s.resume_dir,
                "; to train from scratch change --output_dir or add --overwrite_output_dir"));
   }
+  // What resuming reads, there before the output folder is touched (its contents are checked
+  // when it is read).
+  if (s.resume_dir.empty()) return;
+  for (const char* file : {"trainer_state.json", "model.safetensors", "optimizer.safetensors"})
+    CPUFT_REQUIRE(fs::is_regular_file(fs::path(s.resume_dir) / file, error),
+                  "--resume_from_checkpoint ", s.resume_dir, ": no ", file,
+                  "; not a checkpoint-N folder of a cpuft run");
+}
+
+// Refuses, before anything is written, a folder this process could not write into: it must be a
+// writable folder, or not exist yet under a writable one (it is created later, once everything
+// has been checked).
+void check_writable_folder(const std::string& folder, const std::string& flag) {
+  if (folder.empty()) return;
+  std::error_code error;
+  fs::path existing = fs::absolute(folder, error);
+  while (!existing.empty() && !fs::exists(existing, error) && existing != existing.root_path())
+    existing = existing.parent_path();
+  CPUFT_REQUIRE(fs::is_directory(existing, error), flag, " ", folder, ": ", existing.string(),
+                " is not a folder");
+  CPUFT_REQUIRE(::access(existing.c_str(), W_OK | X_OK) == 0, flag, " ", folder, ": ",
+                existing.string(), " is not writable (", std::strerror(errno), ")");
+}
+
+// Bytes per parameter a training run holds: fp32 weights and gradients, the optimizer's state
+// (AdamW: two moments; SGD: at most a momentum) and, under --bf16, the weights' bf16 copy.
+double bytes_per_parameter(const TrainConfig& c) {
+  return 4.0 + 4.0 + (c.optim == "sgd" ? 4.0 : 8.0) + (c.bf16 ? 2.0 : 0.0);
+}
+
+// Refuses, in one line and before allocating, a job that would not fit in the memory left on
+// this host, which its local ranks share: `need` bytes per rank, of which `what` says what.
+void check_memory(const Trainer::State& s, double need, const std::string& what) {
+  const int64_t available = available_memory_bytes();
+  if (available < 0) return;  // unknown: nothing to compare with
+  const int ranks_here = std::max(1, s.dist.launch.local_size);
+  CPUFT_REQUIRE(need * ranks_here <= static_cast<double>(available), what, " need ",
+                format_bytes(need),
+                ranks_here > 1 ? str(" per rank x ", ranks_here, " ranks on this host") : "",
+                ", but ", format_bytes(static_cast<double>(available)), " of memory are available");
 }
 
 }  // namespace
@@ -100,6 +143,12 @@ void Trainer::prepare() {
   enable_flush_denormals_all_threads();
 
   for (const std::string& notice : c.notices) s.warn(notice);
+  if (s.is_writer() || s.is_saver()) check_writable_folder(c.output_dir, "--output_dir");
+  if (!c.timeline_dir.empty()) check_writable_folder(c.timeline_dir, "--timeline_dir");
+  const bool tensorboard =
+      std::any_of(c.report_to.begin(), c.report_to.end(),
+                  [](const std::string& r) { return r == "tensorboard" || r == "all"; });
+  if (s.is_writer() && tensorboard) check_writable_folder(c.logging_dir, "--logging_dir");
 
   // 1. Everything is read and checked before the output folder is touched. Hub names are looked
   //    up in the Hugging Face cache, as transformers does offline.
@@ -143,6 +192,12 @@ void Trainer::prepare() {
                 " tokens but the model's vocab_size is ", s.model_config.vocab_size);
 
   s.layout = std::make_unique<ParamLayout>(s.model_config);
+  const double parameters = static_cast<double>(s.layout->total_floats());
+  char parameter_count[32];
+  std::snprintf(parameter_count, sizeof parameter_count, "%.3g", parameters);
+  check_memory(s, parameters * (c.do_train ? bytes_per_parameter(c) : 4.0),
+               str("the model's ", parameter_count, " parameters",
+                   c.do_train ? " with their gradients and optimizer state" : ""));
   s.params = AlignedBuffer<float>(static_cast<size_t>(s.layout->total_floats()));
   s.grads = AlignedBuffer<float>(static_cast<size_t>(s.layout->total_floats()));
   {
@@ -192,6 +247,10 @@ void Trainer::prepare() {
        fingerprint(s.train.input_ids.data(), s.train.input_ids.size() * sizeof(int32_t))},
       {"train labels", fingerprint(s.train.labels.data(), s.train.labels.size() * sizeof(int32_t))},
       {"resumed from", s.resume_dir}};
+  // The weights each rank read (its model folder, the seeded new head): a node with another copy
+  // of the model is named instead of being silently overwritten by rank 0's broadcast below.
+  if (s.dist.world_size() > 1)
+    facts.emplace_back("model weights", fingerprint_floats(s.params.data(), s.params.size()));
   // Every resolved argument (all of them change the math or the files); --local_rank differs by
   // design.
   const json args = training_args_json(c);
@@ -208,19 +267,29 @@ void Trainer::prepare() {
   }
   for (const std::string& line : describe_ranks(s.dist)) s.info(line);
 
-  // 4. The model, sized for the largest batch any split can produce.
+  // 4. The model, sized for the largest batch any split can produce: never more sequences than a
+  //    rank's share of the data, whatever the batch flags say; checked against the memory left.
   int64_t longest = 1, max_batch = 1;
   auto consider = [&](const EncodedDataset& d, int64_t batch) {
     if (d.size() == 0) return;
+    const int64_t share = (d.size() + s.dist.world_size() - 1) / s.dist.world_size();
     longest = std::max(longest, d.max_length());
-    max_batch = std::max(max_batch, batch);
+    max_batch = std::max(max_batch, std::min(batch, share));
   };
   consider(s.train, c.per_device_train_batch_size);
   for (const auto& [suffix, d] : s.eval) consider(d, c.per_device_eval_batch_size);
   for (const auto& [suffix, d] : s.test) consider(d, c.per_device_eval_batch_size);
-  s.model = std::make_unique<SequenceClassifier>(
-      s.model_config, ModelLimits{max_batch * longest, max_batch, longest},
-      c.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  const ModelLimits limits{max_batch * longest, max_batch, longest};
+  const MatmulPrecision precision = c.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32;
+  check_memory(s,
+               parameters * (c.do_train ? bytes_per_parameter(c) : 4.0) +
+                   static_cast<double>(
+                       SequenceClassifier::activation_bytes(s.model_config, limits, precision)),
+               str("the model and the activations of a batch of ", max_batch,
+                   " sequences of up to ", longest,
+                   " tokens (lower --per_device_train_batch_size, "
+                   "--per_device_eval_batch_size or --max_seq_length)"));
+  s.model = std::make_unique<SequenceClassifier>(s.model_config, limits, precision);
   s.model->refresh_bf16_weights(s.p);
   if (c.label_smoothing_factor > 0) {
     if (s.task.regression)
@@ -291,13 +360,21 @@ void Trainer::run() {
   State& s = *s_;
   const TrainConfig& c = s.cfg;
   const fs::path out(c.output_dir);
+  std::error_code error;
+  const bool created = !fs::exists(out, error) && (s.is_writer() || s.is_saver());
   if (s.is_writer() || s.is_saver()) fs::create_directories(out);
-  const bool tty = !c.disable_tqdm && s.is_writer() && ::isatty(2);
-  start_tensorboard(s);
-  const json train_results = c.do_train ? train(s, out, tty) : json();
-  const json eval_results = c.do_eval ? evaluate_at_end(s, out) : json();
-  if (c.do_predict) write_predictions(s, out);
-  write_run_summary(s, out, train_results, eval_results);
+  try {
+    const bool tty = !c.disable_tqdm && s.is_writer() && ::isatty(2);
+    start_tensorboard(s);
+    const json train_results = c.do_train ? train(s, out, tty) : json();
+    const json eval_results = c.do_eval ? evaluate_at_end(s, out) : json();
+    if (c.do_predict) write_predictions(s, out);
+    write_run_summary(s, out, train_results, eval_results);
+  } catch (...) {
+    // A run that fails before writing anything leaves no empty output folder behind.
+    if (created && fs::is_empty(out, error)) fs::remove(out, error);
+    throw;
+  }
   s.dist.comm->barrier();
 }
 

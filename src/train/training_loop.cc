@@ -37,17 +37,15 @@ double mean_over_ranks(Trainer::State& s, double value) {
   return static_cast<double>(total) / s.dist.world_size();
 }
 
-// Batches a rank runs in one epoch: every rank sees ceil(n / world) examples (DistributedSampler's
-// padding); --dataloader_drop_last drops the last incomplete batch.
-int64_t batches_per_epoch(const Trainer::State& s) {
+// Batches a rank runs in one epoch (encoded_dataset.h), at least one.
+int64_t checked_batches_per_epoch(const Trainer::State& s) {
   const TrainConfig& c = s.cfg;
-  const int64_t world = s.dist.world_size();
-  const int64_t per_rank = (s.train.size() + world - 1) / world;
-  const int64_t batch = c.per_device_train_batch_size;
-  const int64_t batches =
-      c.dataloader_drop_last ? per_rank / batch : (per_rank + batch - 1) / batch;
-  CPUFT_REQUIRE(batches > 0, "--dataloader_drop_last: each rank has ", per_rank,
-                " training examples, fewer than one batch of ", batch);
+  const int world = s.dist.world_size();
+  const int64_t batches = batches_per_epoch(s.train.size(), world, c.per_device_train_batch_size,
+                                            c.dataloader_drop_last);
+  CPUFT_REQUIRE(batches > 0, "--dataloader_drop_last: each rank has ",
+                (s.train.size() + world - 1) / world,
+                " training examples, fewer than one batch of ", c.per_device_train_batch_size);
   return batches;
 }
 
@@ -150,9 +148,9 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   const TrainConfig& c = s.cfg;
   const int world = s.dist.world_size();
   const int64_t n = s.train.size();
-  const int64_t epoch_batches = batches_per_epoch(s);
-  s.steps_per_epoch = std::max<int64_t>(
-      1, (epoch_batches + c.gradient_accumulation_steps - 1) / c.gradient_accumulation_steps);
+  const int64_t epoch_batches = checked_batches_per_epoch(s);
+  s.steps_per_epoch = steps_per_epoch(n, world, c.per_device_train_batch_size,
+                                      c.gradient_accumulation_steps, c.dataloader_drop_last);
   s.max_steps = c.max_steps > 0 ? c.max_steps
                                 : static_cast<int64_t>(std::ceil(
                                       c.num_train_epochs * static_cast<double>(s.steps_per_epoch)));
@@ -170,7 +168,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   ResumePoint resume;
   if (!s.resume_dir.empty()) {
     resume = load_checkpoint(s.resume_dir, *s.layout, s.params.data(), *optimizer);
-    check_resumable(resume.trainer_state, s.resume_dir, c, world, s.max_steps);
+    check_resumable(resume.trainer_state, s.resume_dir, c, world, n, s.max_steps);
     s.model->refresh_bf16_weights(s.p);
     s.global_step = resume.global_step;
     s.log_history = resume.log_history;
@@ -185,8 +183,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
              s.dist.threads, " threads per rank", c.bf16 ? ", bf16 matrix products" : ""));
   // The step: forward/backward over the micro-batches, reduction over the ranks, clip, optimizer.
   TrainStep train_step(*s.model, *s.layout, s.params, s.grads, *optimizer,
-                       StepOptions{c.seed, static_cast<uint32_t>(s.dist.rank()),
-                                   c.gradient_accumulation_steps, c.max_grad_norm});
+                       StepOptions{c.seed, c.gradient_accumulation_steps, c.max_grad_norm});
   train_step.set_reducer(s.reducer.get());
   TimelineRecorder recorder(s.timeline);
   if (!c.timeline_dir.empty()) train_step.set_observer(&recorder);
@@ -201,15 +198,19 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   double last_grad_norm = 0;
   const uint64_t data_seed = c.data_seed >= 0 ? static_cast<uint64_t>(c.data_seed) : c.seed;
   bool done = s.global_step >= s.max_steps;
-  for (int64_t epoch = s.global_step / s.steps_per_epoch; !done; ++epoch) {
+  const int64_t first_epoch = s.global_step / s.steps_per_epoch;
+  for (int64_t epoch = first_epoch; !done; ++epoch) {
     const std::vector<int64_t> order = shard_order(
         epoch_order(s.train, data_seed, epoch, c.group_by_length, c.per_device_train_batch_size),
         s.dist.rank(), world);
-    const int64_t first_step_of_epoch = epoch * s.steps_per_epoch;
+    // Resuming: the steps of the first epoch already trained are skipped with their data, unless
+    // --ignore_data_skip: then the epoch's data starts over (the step count goes on).
+    const int64_t skipped_steps =
+        epoch == first_epoch && !c.ignore_data_skip ? s.global_step - epoch * s.steps_per_epoch : 0;
     // Step k of the epoch runs batches [k * accumulation, (k + 1) * accumulation) of the epoch's
     // order; the epoch's last step may have fewer.
-    for (int64_t k = 0; k * c.gradient_accumulation_steps < epoch_batches && !done; ++k) {
-      if (first_step_of_epoch + k < s.global_step) continue;  // resuming
+    for (int64_t k = skipped_steps; k * c.gradient_accumulation_steps < epoch_batches && !done;
+         ++k) {
       const int64_t first_batch = k * c.gradient_accumulation_steps;
       const int64_t micros =
           std::min<int64_t>(c.gradient_accumulation_steps, epoch_batches - first_batch);
@@ -217,8 +218,13 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
         const int64_t begin = (first_batch + m) * c.per_device_train_batch_size;
         const int64_t end = std::min<int64_t>(static_cast<int64_t>(order.size()),
                                               begin + c.per_device_train_batch_size);
-        fill_batch(micro_batches[static_cast<size_t>(m)], s.train,
-                   {order.data() + begin, static_cast<size_t>(end - begin)}, s.task.regression);
+        // Row j of this micro-batch is element (first_batch + m) * batch + j of this rank's
+        // order, i.e. element ((m * batch + j) * world + rank) of the step's share of the global
+        // order (shard_order): its number in the step, whatever the split (dropout masks).
+        fill_batch(
+            micro_batches[static_cast<size_t>(m)], s.train,
+            {order.data() + begin, static_cast<size_t>(end - begin)}, s.task.regression,
+            SampleNumbering{m * c.per_device_train_batch_size * world + s.dist.rank(), world});
         samples_seen += (end - begin) * world;
       }
       const StepResult step =

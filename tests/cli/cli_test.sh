@@ -208,6 +208,42 @@ cp -r "$work/model" "$work/badcfg"
 sed -i 's/"hidden_size": 32/"hidden_size": "32"/' "$work/badcfg/config.json"
 expect_error bad-config "hidden_size" train --model_name_or_path "$work/badcfg" --do_train "${files[@]}"
 
+# Sizes are checked before anything large is allocated: a config beyond any machine, or beyond this
+# one's memory, is refused in one line saying what it would need.
+make_config() {  # make_config NAME PYTHON-ASSIGNMENTS: a copy of the tiny model with config changes
+  cp -r "$work/model" "$work/$1"
+  python3 -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); $2; json.dump(c, open(p, 'w'))" \
+    "$work/$1/config.json"
+}
+make_config wide "c['hidden_size'] = 1 << 20; c['num_attention_heads'] = 1; c['intermediate_size'] = 1"
+expect_error memory "9.9e+12 parameters with their gradients and optimizer state need 158333 GB, but .* of memory are available" \
+  train --model_name_or_path "$work/wide" --do_train "${files[@]}"
+make_config absurd "c['hidden_size'] = 1 << 40; c['num_attention_heads'] = 1"
+expect_error absurd-config "the model would have .* parameters" train --model_name_or_path "$work/absurd" \
+  --do_train "${files[@]}"
+make_config deep "c['num_hidden_layers'] = 1000000000"
+expect_error absurd-layers "num_hidden_layers 1000000000" train --model_name_or_path "$work/deep" \
+  --do_train "${files[@]}"
+# A batch larger than the data set is the data set (as HF's loader): one step per epoch, no crash.
+"$cpuft" "${base[@]}" "${files[@]}" --per_device_train_batch_size 1073741824 --max_steps 2 \
+  --save_strategy no --output_dir "$work/huge_batch" >"$work/huge_batch.log" 2>&1 &&
+  grep -q "320 examples, 2 epochs, 1 rank(s) x batch 1073741824" "$work/huge_batch.log" && pass ||
+  fail "batch larger than the data: $(tail -2 "$work/huge_batch.log")"
+# Labels pandas would read as NaN, and a single class, are refused naming the row or the file.
+{ printf 'sentence\tlabel\n'; printf 'the movie\t0.5\nthe film\tnan\nthe plot\t1.5\n'; } >"$work/nan_label.tsv"
+expect_error nan-label "nan_label.tsv.*label 'nan' is missing or not finite" "${base[@]}" \
+  --train_file "$work/nan_label.tsv"
+{ printf 'sentence\tlabel\n'; printf 'the movie\t1\nthe film\t1\n'; } >"$work/one_label.tsv"
+expect_error one-label "every label is '1'; a classifier needs at least two classes" "${base[@]}" \
+  --train_file "$work/one_label.tsv"
+# Folders that could not be written are found before the run, not after it.
+"$cpuft" "${base[@]}" "${files[@]}" --output_dir "$work/train.tsv/out" >/dev/null 2>"$work/stderr"
+[ $? = 1 ] && [ "$(wc -l <"$work/stderr")" = 1 ] &&
+  grep -q "^error: --output_dir .*train.tsv is not a folder" "$work/stderr" && pass ||
+  fail "output folder under a file: $(cat "$work/stderr")"
+expect_error timeline-not-folder "--timeline_dir .*train.tsv is not a folder" "${base[@]}" "${files[@]}" \
+  --timeline_dir "$work/train.tsv/timeline"
+
 # A diverging run stops at the first non-finite step, in one line, and writes no model.
 "$cpuft" "${base[@]}" "${files[@]}" --learning_rate 1e30 --save_strategy no \
   --output_dir "$work/nan" >/dev/null 2>"$work/stderr"

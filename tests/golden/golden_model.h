@@ -52,8 +52,7 @@ struct GoldenModel {
     const nlohmann::json hyper = metadata_json(file, "hyper");
     AdamW adamw(layout, AdamWOptions{hyper.at("beta1"), hyper.at("beta2"), hyper.at("eps"),
                                      hyper.at("weight_decay")});
-    TrainStep train_step(model, layout, params, grads, adamw,
-                         StepOptions{42, 0, 1, max_grad_norm()});
+    TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 1, max_grad_norm()});
     struct Forward final : StepObserver {
       const GradObserver* observe;
       void on_clipped_gradients(int64_t step, std::span<const float> clipped) override {

@@ -57,6 +57,7 @@ Batch shard(const Batch& batch, int rank, int world) {
                       {batch.token_type_ids.data() + begin, n});
     if (!batch.labels.empty()) part.labels.push_back(batch.labels[static_cast<size_t>(s)]);
     if (!batch.targets.empty()) part.targets.push_back(batch.targets[static_cast<size_t>(s)]);
+    part.sample_ids.push_back(s);  // its number in the whole batch: the same dropout masks
   }
   return part;
 }
@@ -116,9 +117,9 @@ int run(const std::string& backend) {
   const std::vector<std::string> zero = zero_true_grad(file);
 
   // The whole batch as rank 0 would see it alone; this rank's half, averaged with the other's.
-  Replica whole(file, config, layout, batch, adamw_options, StepOptions{42, 0, 1, max_grad_norm});
+  Replica whole(file, config, layout, batch, adamw_options, StepOptions{42, 1, max_grad_norm});
   Replica part(file, config, layout, shard(batch, comm->rank(), comm->world_size()), adamw_options,
-               StepOptions{42, static_cast<uint32_t>(comm->rank()), 1, max_grad_norm});
+               StepOptions{42, 1, max_grad_norm});
   // Small caps so that the tiny model gets several buckets: {classifier, pooler}, {1}, {0}, {-1}.
   const BucketPlan plan(backward_layer_ranges(layout), 16 * 1024, 1024);
   CPUFT_REQUIRE(plan.num_buckets() >= 3, "expected several buckets, got ", plan.num_buckets());

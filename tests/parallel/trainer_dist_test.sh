@@ -8,7 +8,11 @@
 #   4. srun on a one-node Slurm cluster (tests/parallel/slurm_one_node.sh) gives the same weights, bit
 #      for bit, as mpirun;
 #   5. (WITH_CCL=1) the oneCCL backend, under mpirun and under torchrun-style variables (one host and
-#      two network-namespace hosts), gives weights bit-identical to the MPI backend's.
+#      two network-namespace hosts), gives weights bit-identical to the MPI backend's;
+#   6. with dropout on, the split of the global batch changes nothing either (dropout masks follow
+#      each sequence's number in the step): 1 rank x 16 = 2 ranks x 8 = 2 x 4 x 2 accumulation,
+#      and a checkpoint resumed on another world size with the same global batch (2 -> 1, 1 -> 2
+#      ranks) ends with the weights of the unbroken run (1e-5, tests/parallel/same_weights.py).
 # Usage: trainer_dist_test.sh CPUFT MAKE_TINY_MODEL MPIRUN NETNS_HOSTS_SCRIPT [WITH_CCL]
 set -uo pipefail
 cpuft="$1" make_tiny_model="$2" mpirun="$3" netns="$4" with_ccl="${5:-0}"
@@ -170,6 +174,48 @@ if [ "$with_ccl" = 1 ]; then
       fail "$run: weights differ from the MPI backend's"
   done
 fi
+
+# 6. Dropout on (0.1 everywhere): 8 steps over 96 examples, global batch 16 (6 steps per epoch, so
+#    the resumed runs cross an epoch boundary), checkpoints at steps 3 and 6.
+same_weights="$(dirname "$0")/same_weights.py"
+"$make_tiny_model" "$work/model_dropout" --no-head >/dev/null || fail "cannot make the dropout model"
+drop_flags=("${common[@]}" --max_steps 8 --save_strategy steps --save_steps 3)
+drop_flags[1]="$work/model_dropout"
+OMP_NUM_THREADS=1 "$cpuft" train "${drop_flags[@]}" --per_device_train_batch_size 16 \
+  --output_dir "$work/drop_one" >"$work/drop_one.log" 2>&1 ||
+  fail "dropout 1 rank: $(tail -2 "$work/drop_one.log")"
+"${mpi[@]}" -np 2 "$cpuft" train "${drop_flags[@]}" --per_device_train_batch_size 8 \
+  --output_dir "$work/drop_two" >"$work/drop_two.log" 2>&1 ||
+  fail "dropout 2 ranks: $(tail -2 "$work/drop_two.log")"
+"${mpi[@]}" -np 2 "$cpuft" train "${drop_flags[@]}" --per_device_train_batch_size 4 \
+  --gradient_accumulation_steps 2 --output_dir "$work/drop_accum" >"$work/drop_accum.log" 2>&1 ||
+  fail "dropout 2 ranks with accumulation: $(tail -2 "$work/drop_accum.log")"
+# Resumed from the other world size's step-3 checkpoint, into a fresh output folder.
+"${mpi[@]}" -np 2 "$cpuft" train "${drop_flags[@]}" --per_device_train_batch_size 8 \
+  --resume_from_checkpoint "$work/drop_one/checkpoint-3" --output_dir "$work/drop_1to2" \
+  >"$work/drop_1to2.log" 2>&1 || fail "resume 1 -> 2 ranks: $(tail -2 "$work/drop_1to2.log")"
+OMP_NUM_THREADS=1 "$cpuft" train "${drop_flags[@]}" --per_device_train_batch_size 16 \
+  --resume_from_checkpoint "$work/drop_two/checkpoint-3" --output_dir "$work/drop_2to1" \
+  >"$work/drop_2to1.log" 2>&1 || fail "resume 2 -> 1 rank: $(tail -2 "$work/drop_2to1.log")"
+for run in drop_two drop_accum drop_1to2; do
+  python3 "$same_weights" "$work/$run/model.safetensors" "$work/drop_one/model.safetensors" \
+    >"$work/$run.cmp" && pass || fail "$run: weights differ from 1 rank's: $(tail -3 "$work/$run.cmp")"
+done
+python3 "$same_weights" "$work/drop_2to1/model.safetensors" "$work/drop_two/model.safetensors" \
+  >"$work/drop_2to1.cmp" && pass ||
+  fail "drop_2to1: weights differ from 2 ranks': $(tail -3 "$work/drop_2to1.cmp")"
+grep -q "resumed from .*checkpoint-3 at step 3" "$work/drop_2to1.log" && pass ||
+  fail "resume 2 -> 1 did not say where it resumed"
+# Another global batch is refused, naming both; --ignore_data_skip accepts it.
+OMP_NUM_THREADS=1 "$cpuft" train "${drop_flags[@]}" --per_device_train_batch_size 8 \
+  --resume_from_checkpoint "$work/drop_two/checkpoint-3" --output_dir "$work/drop_other" \
+  >"$work/drop_other.log" 2>&1
+status=$?
+[ "$status" != 0 ] && grep -q "8 sequences per device x 2 rank(s) x 1 accumulation; this run has 8 x 1 x 1: another global batch" \
+  "$work/drop_other.log" && pass || fail "another global batch: exit $status: $(tail -2 "$work/drop_other.log")"
+OMP_NUM_THREADS=1 "$cpuft" train "${drop_flags[@]}" --per_device_train_batch_size 8 --ignore_data_skip \
+  --resume_from_checkpoint "$work/drop_two/checkpoint-3" --output_dir "$work/drop_skip" \
+  >"$work/drop_skip.log" 2>&1 && pass || fail "--ignore_data_skip: $(tail -2 "$work/drop_skip.log")"
 
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]

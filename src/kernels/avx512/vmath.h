@@ -32,17 +32,51 @@ inline __mmask16 lanes_mask(int64_t count) {
                          : static_cast<__mmask16>((1u << static_cast<unsigned>(count)) - 1u);
 }
 
-// Uninitialised scratch of n elements of T (T trivial), freed on scope exit. Plain operator new
-// rather than std::vector: see avx512.h on why these files instantiate no std templates.
+// Uninitialised scratch of n elements of T (T trivial). Each thread keeps one buffer per T that
+// only grows, so a kernel allocates nothing once warm: the training step allocates nothing (its
+// test counts). A second Scratch<T> alive on the same thread (no kernel does that) gets its own
+// allocation, freed on scope exit. Plain operator new rather than std::vector: see avx512.h on
+// why these files instantiate no std templates.
 template <typename T>
-struct Scratch {
-  explicit Scratch(int64_t n)
-      : data(static_cast<T*>(::operator new(sizeof(T) * static_cast<std::size_t>(n > 0 ? n : 1)))) {
+class Scratch {
+ public:
+  explicit Scratch(int64_t n) {
+    const std::size_t count = static_cast<std::size_t>(n > 0 ? n : 1);
+    Buffer& mine = buffer();
+    if (mine.in_use) {
+      data = static_cast<T*>(::operator new(sizeof(T) * count));
+      owned_ = true;
+      return;
+    }
+    if (mine.capacity < count) {
+      ::operator delete(mine.data);
+      mine.data = static_cast<T*>(::operator new(sizeof(T) * count));
+      mine.capacity = count;
+    }
+    mine.in_use = true;
+    data = mine.data;
   }
-  ~Scratch() { ::operator delete(data); }
+  ~Scratch() {
+    if (owned_)
+      ::operator delete(data);
+    else
+      buffer().in_use = false;
+  }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   T* data;
+
+ private:
+  struct Buffer {
+    T* data = nullptr;
+    std::size_t capacity = 0;
+    bool in_use = false;
+  };
+  static Buffer& buffer() {
+    static thread_local Buffer b;
+    return b;
+  }
+  bool owned_ = false;
 };
 
 inline int64_t max_i64(int64_t a, int64_t b) {
