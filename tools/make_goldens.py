@@ -685,7 +685,7 @@ class TinySpec:
 TINY_FIXTURES = [
     TinySpec("tiny_cls", "bert", "cls", 1234, 2.9),
     TinySpec("tiny_reg", "bert", "reg", 5678, 8.0),
-    TinySpec("tiny_distilbert_cls", "distilbert", "cls", 2101, 5.0),
+    TinySpec("tiny_distilbert_cls", "distilbert", "cls", 2102, 3.4),
     TinySpec("tiny_distilbert_reg", "distilbert", "reg", 2201, 30.0),
     TinySpec("tiny_distilbert_sinusoidal_cls", "distilbert", "cls", 2301, 4.5, "sinusoidal"),
     TinySpec("tiny_roberta_cls", "roberta", "cls", 3101, 2.7),

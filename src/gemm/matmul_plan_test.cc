@@ -239,9 +239,8 @@ TEST(LinearPlans, ForwardBackwardAgainstNaive) {
   }
 }
 
-TEST(LinearPlans, Bf16ForwardBackwardAgainstNaive) {
-  if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "CPU lacks AVX512_BF16 / AMX-BF16";
-  constexpr int64_t kMaxRows = 45, kIn = 24, kOut = 17;
+void check_bf16_linear(int64_t kMaxRows, int64_t kIn, int64_t kOut) {
+  SCOPED_TRACE(str("max rows ", kMaxRows, ", in ", kIn, ", out ", kOut));
   const LinearPlans plans(kMaxRows, kIn, kOut, MatmulPrecision::bf16);
   EXPECT_EQ(plans.precision(), MatmulPrecision::bf16);
   {  // fp32 operands only: refused, not silently run in the wrong precision
@@ -251,7 +250,8 @@ TEST(LinearPlans, Bf16ForwardBackwardAgainstNaive) {
   const auto w = to_bf16(random_vector(kOut * kIn, 31));
   const auto w_wide = widen(w);
   const auto bias = random_vector(kOut, 32);
-  for (int64_t rows : {int64_t{1}, int64_t{13}, int64_t{32}, kMaxRows}) {
+  for (int64_t rows : {int64_t{1}, int64_t{13}, int64_t{32}, int64_t{40}, kMaxRows}) {
+    if (rows > kMaxRows) continue;
     const auto x = to_bf16(random_vector(rows * kIn, 33));
     const auto d_y = to_bf16(random_vector(rows * kOut, 34));
     const auto x_wide = widen(x), dy_wide = widen(d_y);
@@ -273,6 +273,16 @@ TEST(LinearPlans, Bf16ForwardBackwardAgainstNaive) {
     expect_gemm(d_w, dw0, dy_wide.data(), true, kOut, x_wide.data(), false, kIn, nullptr, kOut, kIn,
                 rows, 1.0f, 1.0f, kIn, "bf16 backward_weights");
   }
+}
+
+// Odd widths too (an FFN of 37, as a tiny golden model has), and fewer rows than the plan's
+// maximum: the VNNI kernels pair up K and block M, and their tails must not leak.
+TEST(LinearPlans, Bf16ForwardBackwardAgainstNaive) {
+  if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "CPU lacks AVX512_BF16 / AMX-BF16";
+  check_bf16_linear(45, 24, 17);
+  check_bf16_linear(64, 37, 32);
+  check_bf16_linear(64, 32, 37);
+  check_bf16_linear(64, 32, 96);
 }
 
 // The attention use: Q, K, V are column slices of a (T, 3D) buffer, so lda/ldb exceed the widths,

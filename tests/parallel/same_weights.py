@@ -1,15 +1,14 @@
 #!/usr/bin/env python3
-"""Compares two model.safetensors files tensor by tensor (fp32 and bf16 only).
+"""Compares two model.safetensors files of fp32 tensors, tensor by tensor (standard library only).
 
-usage: same_weights.py A B [TOL]   exit 0 when every tensor of B is in A with the same shape and
-                                   max|A - B| <= TOL * max|B| (TOL 1e-5); else one line per
-                                   difference and exit 1.
+usage: same_weights.py A B [TOL]   exit 0 when both hold the same tensors with the same shapes and
+                                   max|A - B| <= TOL * max|B| per tensor (TOL 1e-5); else one line
+                                   per difference and exit 1.
 """
+import array
 import json
 import struct
 import sys
-
-import numpy as np
 
 
 def read(path):
@@ -22,11 +21,14 @@ def read(path):
     for name, info in header.items():
         if name == "__metadata__":
             continue
+        if info["dtype"] != "F32":
+            sys.exit(f"{path}: {name} is {info['dtype']}, not F32")
         begin, end = info["data_offsets"]
-        raw = np.frombuffer(body[begin:end], dtype={"F32": np.float32, "BF16": np.uint16}[info["dtype"]])
-        if info["dtype"] == "BF16":
-            raw = (raw.astype(np.uint32) << 16).view(np.float32)
-        tensors[name] = raw.astype(np.float64).reshape(info["shape"])
+        values = array.array("f")
+        values.frombytes(body[begin:end])
+        if sys.byteorder != "little":
+            values.byteswap()
+        tensors[name] = (tuple(info["shape"]), values)
     return tensors
 
 
@@ -35,14 +37,14 @@ def main():
     tol = float(sys.argv[3]) if len(sys.argv) > 3 else 1e-5
     bad = 0
     worst = 0.0
-    for name, tb in b.items():
-        ta = a.get(name)
-        if ta is None or ta.shape != tb.shape:
+    for name, (shape, vb) in b.items():
+        if name not in a or a[name][0] != shape:
             print(f"{name}: missing or another shape in {sys.argv[1]}")
             bad += 1
             continue
-        scale = max(np.abs(tb).max(), 1e-30)
-        rel = np.abs(ta - tb).max() / scale
+        va = a[name][1]
+        scale = max(max((abs(x) for x in vb), default=0.0), 1e-30)
+        rel = max((abs(x - y) for x, y in zip(va, vb)), default=0.0) / scale
         worst = max(worst, rel)
         if not rel <= tol:
             print(f"{name}: max |a - b| = {rel:.3g} x max |b| > {tol:g}")
