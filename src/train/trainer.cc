@@ -25,6 +25,7 @@
 #include "train/evaluation.h"
 #include "train/hf_arguments.h"
 #include "train/model_card.h"
+#include "train/output_lock.h"
 #include "train/outputs.h"
 #include "train/progress.h"
 #include "train/train_flags.h"
@@ -292,6 +293,12 @@ void Trainer::run() {
   const TrainConfig& c = s.cfg;
   const fs::path out(c.output_dir);
   if (s.is_writer() || s.is_saver()) fs::create_directories(out);
+  // One job per output folder, held until the end; then nothing half-written of an interrupted
+  // run stays behind (output_lock.h).
+  const ClaimedOutputFolder claimed = claim_output_folder(*s.dist.comm, out, s.is_saver());
+  if (!claimed.removed.empty())
+    s.info(str("removed what an interrupted run left half-written in ", c.output_dir, ": ",
+               claimed.removed));
   const bool tty = !c.disable_tqdm && s.is_writer() && ::isatty(2);
   start_tensorboard(s);
   const json train_results = c.do_train ? train(s, out, tty) : json();
