@@ -4,10 +4,12 @@
 #   1. SIGKILL at random moments of a run that saves a checkpoint every step: after every kill the
 #      newest checkpoint-N is whole and the next start resumes from it, and that start removes
 #      what the killed run left half-written (and says so), so no .tmp debris survives it;
-#   2. a second run on a folder in use exits 1 with the lock's one line and the first completes.
-# Usage: kill_during_save_test.sh CPUFT MAKE_TINY_MODEL [KILLS]
+#   2. a second run on a folder in use exits 1 with the lock's one line (under mpirun, every rank
+#      stops) and the first completes.
+# Usage: kill_during_save_test.sh CPUFT MAKE_TINY_MODEL [MPIRUN (Open MPI)]
+#        (environment: KILLS=N kills instead of 24, KILL_TEST_SEED=S repeats a sequence of kills)
 set -uo pipefail
-cpuft="$1" make_tiny_model="$2" kills="${3:-24}"
+cpuft="$1" make_tiny_model="$2" mpirun="${3:-}" kills="${KILLS:-24}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1
@@ -107,20 +109,30 @@ echo "kill loop (seed $seed): $kills SIGKILLs in $((SECONDS - start)) s; $left_d
      "whole, $resumed_ok resumed"
 [ "$left_debris" -gt 0 ] && pass || fail "no kill landed in a save: the loop tested nothing"
 
-# 2. A second run on a folder in use: exit 1, one line naming the first's pid and host; the first
-#    completes.
+# 2. A second run on a folder in use: exit 1, one line naming the first's pid and host; under
+#    mpirun -np 2 both ranks stop (rank 0 with the lock's line, rank 1 naming it); the first run
+#    completes (6000 steps: seconds, beyond both refusals even on a loaded machine).
 shared="$work/shared"
-"$cpuft" "${flags[@]}" --save_strategy no --max_steps 400 --output_dir "$shared" \
+"$cpuft" "${flags[@]}" --save_strategy no --max_steps 6000 --logging_steps 100 --output_dir "$shared" \
   >"$work/first.log" 2>&1 &
 first=$!
 wait_for "$work/first.log" "^step " "$first" || fail "the first run did not start: $(tail -3 "$work/first.log")"
-"$cpuft" "${flags[@]}" --save_strategy no --max_steps 400 --output_dir "$shared" \
-  --overwrite_output_dir >/dev/null 2>"$work/second.err"
+"$cpuft" "${flags[@]}" --save_strategy no --output_dir "$shared" --overwrite_output_dir \
+  >/dev/null 2>"$work/second.err"
 code=$?
-pattern="^error: --output_dir $shared is in use by pid $first on host $(hostname) (since [-0-9: ]* UTC); wait for it or choose another folder$"
-[ "$code" = 1 ] && [ "$(wc -l <"$work/second.err")" = 1 ] && grep -q "$pattern" "$work/second.err" &&
+line="--output_dir $shared is in use by pid $first on host $(hostname) (since [-0-9: ]* UTC); wait for it or choose another folder"
+[ "$code" = 1 ] && [ "$(wc -l <"$work/second.err")" = 1 ] && grep -q "^error: $line$" "$work/second.err" &&
   pass || fail "second run: exit $code: $(cat "$work/second.err")"
-kill -0 "$first" 2>/dev/null && pass || fail "the first run ended before the second was refused"
+if [ -n "$mpirun" ]; then
+  "$mpirun" --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS=1 \
+    "$cpuft" "${flags[@]}" --save_strategy no --output_dir "$shared" --overwrite_output_dir \
+    >/dev/null 2>"$work/mpirun.err"
+  code=$?
+  [ "$code" = 1 ] && grep -q "^error: $line$" "$work/mpirun.err" &&
+    grep -q "^error: ranks disagree: rank 0 has --output_dir claim=$line but rank 1 has" "$work/mpirun.err" &&
+    pass || fail "second run under mpirun: exit $code: $(cat "$work/mpirun.err")"
+fi
+kill -0 "$first" 2>/dev/null && pass || fail "the first run ended before the second ones were refused"
 wait "$first" && [ -s "$shared/model.safetensors" ] && [ ! -e "$shared/.cpuft.lock" ] && pass ||
   fail "the first run: $(tail -3 "$work/first.log"); $(ls -A "$shared")"
 
