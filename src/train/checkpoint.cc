@@ -105,21 +105,28 @@ void save_checkpoint(const fs::path& output_dir, const CheckpointContent& conten
   const fs::path temp_dir = output_dir / str(".checkpoint-", content.global_step, ".tmp");
   fs::remove_all(temp_dir);
   fs::create_directories(temp_dir);
-  save_hf_weights((temp_dir / "model.safetensors").string(), layout, params);
-  write_json((temp_dir / "config.json").string(), model_config);
-  tokenizer.save(temp_dir.string());
-  // Per parameter, each state tensor in turn (AdamW: exp_avg, exp_avg_sq, as always).
-  const std::vector<OptimizerState> buffers = optimizer.state_buffers();
-  std::vector<TensorToWrite> state;
-  for (const ParamSpec& spec : layout.specs())
-    for (const OptimizerState& b : buffers)
-      state.push_back({b.name + "." + spec.name, spec.shape, b.values->data() + spec.offset});
-  write_safetensors(
-      (temp_dir / "optimizer.safetensors").string(), state,
-      {{str(optimizer.state_kind(), "_steps"), std::to_string(optimizer.steps_taken())}});
-  write_json((temp_dir / "trainer_state.json").string(),
-             trainer_state_json(content.global_step, content.epoch, content.max_steps,
-                                content.log_history, config, content.best, content.world_size));
+  try {
+    save_hf_weights((temp_dir / "model.safetensors").string(), layout, params);
+    write_json((temp_dir / "config.json").string(), model_config);
+    tokenizer.save(temp_dir.string());
+    // Per parameter, each state tensor in turn (AdamW: exp_avg, exp_avg_sq, as always).
+    const std::vector<OptimizerState> buffers = optimizer.state_buffers();
+    std::vector<TensorToWrite> state;
+    for (const ParamSpec& spec : layout.specs())
+      for (const OptimizerState& b : buffers)
+        state.push_back({b.name + "." + spec.name, spec.shape, b.values->data() + spec.offset});
+    write_safetensors(
+        (temp_dir / "optimizer.safetensors").string(), state,
+        {{str(optimizer.state_kind(), "_steps"), std::to_string(optimizer.steps_taken())}});
+    write_json((temp_dir / "trainer_state.json").string(),
+               trainer_state_json(content.global_step, content.epoch, content.max_steps,
+                                  content.log_history, config, content.best, content.world_size));
+  } catch (...) {
+    // A full disk or a failing write: nothing of this checkpoint stays behind.
+    std::error_code ignored;
+    fs::remove_all(temp_dir, ignored);
+    throw;
+  }
   // Its files' entries, then its name: after a crash checkpoint-N is whole or absent.
   fsync_folder(temp_dir.string());
   if (fs::exists(final_dir)) retire_checkpoint(final_dir);  // saved again after a resume

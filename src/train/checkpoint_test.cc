@@ -5,10 +5,13 @@
 #include "train/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -315,6 +318,30 @@ TEST_F(CheckpointFixture, SavingAgainAndRotatingLeaveNoTemporaries) {
             (std::vector<std::string>{"config.json", "model.safetensors", "optimizer.safetensors",
                                       "special_tokens_map.json", "tokenizer_config.json",
                                       "trainer_state.json", "vocab.txt"}));
+}
+
+// A write that fails half-way (the file-size limit stands for a full disk) is one line naming the
+// file and the reason, and leaves nothing of the checkpoint behind.
+TEST_F(CheckpointFixture, AFailedSaveLeavesNothing) {
+  const std::unique_ptr<Optimizer> optimizer =
+      make_optimizer("adamw_torch", "", layout, OptimizerOptions{});
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 1024;  // below model.safetensors
+  void (*previous)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string error;
+  try {
+    train_and_save(*optimizer);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_EQ(error, (dir / ".checkpoint-2.tmp" / "model.safetensors").string() +
+                       ": cannot write: " + std::strerror(EFBIG));
+  EXPECT_TRUE(names_in(dir).empty());
 }
 
 }  // namespace
