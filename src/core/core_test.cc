@@ -1,8 +1,19 @@
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "core/atomic_file.h"
 #include "core/buffer.h"
 #include "core/check.h"
 #include "core/rng.h"
@@ -82,6 +93,116 @@ TEST(Normal, MomentsAreStandard) {
   }
   EXPECT_NEAR(s / n, 0.0, 0.01);
   EXPECT_NEAR(s2 / n, 1.0, 0.02);
+}
+
+// A fresh folder under the system's temporary folder, removed at the end.
+struct TempFolder {
+  std::filesystem::path path;
+  TempFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "cpuft_core_XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~TempFolder() { std::filesystem::remove_all(path); }
+  std::vector<std::string> names() const {
+    std::vector<std::string> all;
+    for (const auto& entry : std::filesystem::directory_iterator(path))
+      all.push_back(entry.path().filename().string());
+    std::sort(all.begin(), all.end());
+    return all;
+  }
+};
+
+std::string read_all(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(AtomicFile, WritesAndReplacesLeavingNoTemporary) {
+  TempFolder dir;
+  const std::string path = (dir.path / "vocab.txt").string();
+  write_file_atomically(path, "old\n");
+  write_file_atomically(path, "new\n");
+  EXPECT_EQ(read_all(path), "new\n");
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"vocab.txt"});
+}
+
+TEST(AtomicFile, NotCommittedLeavesTheOldFile) {
+  TempFolder dir;
+  const std::string path = (dir.path / "model.safetensors").string();
+  write_file_atomically(path, "old");
+  {
+    AtomicFile file(path);
+    file.write("half of the new one");
+    EXPECT_TRUE(is_atomic_temp_name(std::filesystem::path(file.temp_path()).filename().string()));
+  }  // an exception on the way: destroyed without commit()
+  EXPECT_EQ(read_all(path), "old");
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"model.safetensors"});
+}
+
+// A write that fails half-way (the file-size limit: EFBIG, for any user) is one line naming the
+// file and the reason; the old file is intact and no temporary is left.
+TEST(AtomicFile, FailedWriteKeepsTheOldFileAndRemovesTheTemporary) {
+  TempFolder dir;
+  const std::string path = (dir.path / "tokenizer_config.json").string();
+  write_file_atomically(path, "old");
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  void (*previous)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string message;
+  try {
+    write_file_atomically(path, std::string(100000, 'x'));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_EQ(message, path + ": cannot write: " + os_reason(EFBIG));
+  EXPECT_EQ(read_all(path), "old");
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"tokenizer_config.json"});
+}
+
+// A full disk (a 64 KiB tmpfs; needs root): ENOSPC, the old file intact, no temporary.
+TEST(AtomicFile, FullDiskKeepsTheOldFile) {
+  TempFolder dir;
+  if (::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=64k") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs (" << os_reason(errno) << "; needs root)";
+  const std::string path = (dir.path / "vocab.txt").string();
+  std::string message;
+  try {
+    write_file_atomically(path, "old");
+    write_file_atomically(path, std::string(1 << 20, 'x'));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message, path + ": cannot write: " + os_reason(ENOSPC));
+  EXPECT_EQ(read_all(path), "old");
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"vocab.txt"});
+  ::umount(dir.path.c_str());
+}
+
+TEST(AtomicFile, MissingFolderIsOneLine) {
+  try {
+    write_file_atomically("/nonexistent-cpuft/config.json", "{}");
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/nonexistent-cpuft/config.json: cannot create "
+              "/nonexistent-cpuft/config.json.tmp-" +
+                  std::to_string(::getpid()) + ": " + os_reason(ENOENT));
+  }
+}
+
+TEST(AtomicFile, TempNames) {
+  EXPECT_TRUE(is_atomic_temp_name("vocab.txt.tmp-123"));
+  EXPECT_FALSE(is_atomic_temp_name("vocab.txt"));
+  EXPECT_FALSE(is_atomic_temp_name(".tmp-123"));
+  EXPECT_FALSE(is_atomic_temp_name("notes.tmp-draft"));
+  EXPECT_FALSE(is_atomic_temp_name("x.tmp-"));
 }
 
 }  // namespace

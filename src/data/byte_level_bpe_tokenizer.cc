@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/byte_level_tables.h"
 #include "data/utf8.h"
@@ -169,12 +170,10 @@ json parse_json_text(std::string_view text, const std::string& where) {
   return j;
 }
 
+// Atomically (temporary file, fsync, rename): a full disk leaves the old file or none, never a
+// truncated one.
 void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  CPUFT_REQUIRE(out, path.string(), ": cannot create");
-  out << text;
-  out.close();
-  CPUFT_REQUIRE(out, path.string(), ": write error");
+  write_file_atomically(path.string(), text);
 }
 
 const json* member(const json& j, const char* key) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/grapheme_tables.h"
 #include "data/utf8.h"
@@ -126,12 +127,10 @@ std::string read_file(const fs::path& path) {
   return buf.str();
 }
 
+// Atomically (temporary file, fsync, rename): a full disk leaves the old file or none, never a
+// truncated one.
 void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  CPUFT_REQUIRE(out, path.string(), ": cannot create");
-  out << text;
-  out.close();
-  CPUFT_REQUIRE(out, path.string(), ": write error");
+  write_file_atomically(path.string(), text);
 }
 
 json parse_json_text(std::string_view text, const std::string& where) {

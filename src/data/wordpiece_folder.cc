@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/utf8.h"
 #include "data/wordpiece_tokenizer.h"
@@ -47,12 +48,10 @@ std::optional<std::string> read_if_present(const fs::path& path) {
   return buf.str();
 }
 
+// Atomically (temporary file, fsync, rename): a full disk leaves the old file or none, never a
+// truncated one.
 void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  CPUFT_REQUIRE(out, path.string(), ": cannot create");
-  out << text;
-  out.close();
-  CPUFT_REQUIRE(out, path.string(), ": write error");
+  write_file_atomically(path.string(), text);
 }
 
 // A JSON file's top-level object; `where` names it in errors.

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 
 namespace cpuft {
@@ -490,21 +491,6 @@ std::vector<int64_t> SafetensorsFile::read_i64(const std::string& name) const {
 
 namespace {
 
-// Writes all of [data, data + n) to fd; returns 0 or an errno value.
-int write_all(int fd, const void* data, std::size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t done = ::write(fd, p, n);
-    if (done < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    p += done;
-    n -= static_cast<std::size_t>(done);
-  }
-  return 0;
-}
-
 std::string json_string(const std::string& path, const std::string& text) {
   try {
     return json(text).dump();
@@ -566,34 +552,13 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   unsigned char length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(header.size() >> (8 * i));
 
-  const std::string tmp = str(path, ".tmp-", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(str(path, ": cannot create ", tmp, ": ", errno_text(errno)));
-  auto fail = [&](const char* what, int err, bool close_fd) {
-    if (close_fd) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw Error(str(path, ": ", what, ": ", errno_text(err)));
-  };
-  int err = write_all(fd, length, sizeof length);
-  if (!err) err = write_all(fd, header.data(), header.size());
-  for (std::size_t i = 0; i < tensors.size() && !err; ++i) {
-    if (sizes[i]) err = write_all(fd, tensors[i].data, static_cast<std::size_t>(sizes[i]));
-  }
-  if (err) fail("cannot write", err, true);
-  if (::fsync(fd) != 0) fail("cannot fsync", errno, true);
-  if (::close(fd) != 0) fail("cannot close", errno, false);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename temporary file", errno, false);
-
-  // Make the rename itself durable; failure here does not undo the write, so it is not an error.
-  const std::size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "."
-                          : slash == 0               ? "/"
-                                                     : path.substr(0, slash);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  // Through a temporary file, fsynced and renamed (core/atomic_file.h).
+  AtomicFile file(path);
+  file.write(length, sizeof length);
+  file.write(header.data(), header.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (sizes[i]) file.write(tensors[i].data, static_cast<std::size_t>(sizes[i]));
+  file.commit();
 }
 
 }  // namespace cpuft

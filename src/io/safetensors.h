@@ -70,8 +70,9 @@ struct TensorToWrite {
   const float* data = nullptr;  // product(shape) floats, written as F32
 };
 
-// Writes an F32 safetensors file atomically: to "<path>.tmp-<pid>", fsync, then rename, so a crash
-// never leaves a half-written file under `path`. Tensors are laid out in the given order.
+// Writes an F32 safetensors file atomically (core/atomic_file.h: "<path>.tmp-<pid>", fsync, rename,
+// fsync of the folder), so a crash or a full disk never leaves a half-written file under `path`.
+// Tensors are laid out in the given order.
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "io/hf_checkpoint.h"
 #include "io/safetensors.h"
@@ -30,6 +31,16 @@ std::vector<std::pair<int64_t, fs::path>> checkpoints_of(const fs::path& output_
   }
   std::sort(checkpoints.begin(), checkpoints.end());
   return checkpoints;
+}
+
+// Deletes a checkpoint folder by first renaming it to a temporary name: a run killed during the
+// deletion leaves a .checkpoint-*.tmp folder, which the next run removes (output_lock.h), never a
+// half-deleted checkpoint-N that would be taken for the latest.
+void retire_checkpoint(const fs::path& dir) {
+  const fs::path doomed = dir.parent_path() / str(".", dir.filename().string(), ".deleted.tmp");
+  fs::remove_all(doomed);
+  fs::rename(dir, doomed);
+  fs::remove_all(doomed);
 }
 
 }  // namespace
@@ -110,23 +121,33 @@ void save_checkpoint(const fs::path& output_dir, const CheckpointContent& conten
   const fs::path temp_dir = output_dir / str(".checkpoint-", content.global_step, ".tmp");
   fs::remove_all(temp_dir);
   fs::create_directories(temp_dir);
-  save_hf_weights((temp_dir / "model.safetensors").string(), layout, params);
-  write_json((temp_dir / "config.json").string(), model_config);
-  tokenizer.save(temp_dir.string());
-  // Per parameter, each state tensor in turn (AdamW: exp_avg, exp_avg_sq, as always).
-  const std::vector<OptimizerState> buffers = optimizer.state_buffers();
-  std::vector<TensorToWrite> state;
-  for (const ParamSpec& spec : layout.specs())
-    for (const OptimizerState& b : buffers)
-      state.push_back({b.name + "." + spec.name, spec.shape, b.values->data() + spec.offset});
-  write_safetensors(
-      (temp_dir / "optimizer.safetensors").string(), state,
-      {{str(optimizer.state_kind(), "_steps"), std::to_string(optimizer.steps_taken())}});
-  write_json((temp_dir / "trainer_state.json").string(),
-             trainer_state_json(content.global_step, content.epoch, content.max_steps,
-                                content.log_history, config, content.best, content.world_size));
-  fs::remove_all(final_dir);
+  try {
+    save_hf_weights((temp_dir / "model.safetensors").string(), layout, params);
+    write_json((temp_dir / "config.json").string(), model_config);
+    tokenizer.save(temp_dir.string());
+    // Per parameter, each state tensor in turn (AdamW: exp_avg, exp_avg_sq, as always).
+    const std::vector<OptimizerState> buffers = optimizer.state_buffers();
+    std::vector<TensorToWrite> state;
+    for (const ParamSpec& spec : layout.specs())
+      for (const OptimizerState& b : buffers)
+        state.push_back({b.name + "." + spec.name, spec.shape, b.values->data() + spec.offset});
+    write_safetensors(
+        (temp_dir / "optimizer.safetensors").string(), state,
+        {{str(optimizer.state_kind(), "_steps"), std::to_string(optimizer.steps_taken())}});
+    write_json((temp_dir / "trainer_state.json").string(),
+               trainer_state_json(content.global_step, content.epoch, content.max_steps,
+                                  content.log_history, config, content.best, content.world_size));
+  } catch (...) {
+    // A full disk or a failing write: nothing of this checkpoint stays behind.
+    std::error_code ignored;
+    fs::remove_all(temp_dir, ignored);
+    throw;
+  }
+  // Its files' entries, then its name: after a crash checkpoint-N is whole or absent.
+  fsync_folder(temp_dir.string());
+  if (fs::exists(final_dir)) retire_checkpoint(final_dir);  // saved again after a resume
   fs::rename(temp_dir, final_dir);
+  fsync_folder(output_dir.string());
 
   if (save_total_limit <= 0) return;
   auto checkpoints = checkpoints_of(output_dir);
@@ -142,7 +163,7 @@ void save_checkpoint(const fs::path& output_dir, const CheckpointContent& conten
     std::rotate(best_it, best_it + 1, checkpoints.end());
   }
   for (size_t i = 0; static_cast<int64_t>(checkpoints.size() - i) > limit; ++i)
-    fs::remove_all(checkpoints[i].second);
+    retire_checkpoint(checkpoints[i].second);
 }
 
 void load_checkpoint_weights(const std::string& dir, const ParamLayout& layout, float* params) {

@@ -30,9 +30,10 @@ struct CheckpointContent {
   int world_size;         // with the batch flags, what a resumed run must match
 };
 
-// Writes output_dir/checkpoint-<step> (via a temporary folder and a rename), then deletes the
-// oldest checkpoints beyond save_total_limit (when > 0), never the best one (as HF: with a limit
-// of 1 and a best checkpoint that is not the newest, two are kept).
+// Writes output_dir/checkpoint-<step> (into .checkpoint-<step>.tmp, each file fsynced, then the
+// folder renamed and output_dir fsynced: a kill at any moment leaves the checkpoint whole or
+// absent), then deletes the oldest checkpoints beyond save_total_limit (when > 0), never the best
+// one (as HF: with a limit of 1 and a best checkpoint that is not the newest, two are kept).
 void save_checkpoint(const std::filesystem::path& output_dir, const CheckpointContent& content,
                      const ParamLayout& layout, const float* params, Optimizer& optimizer,
                      const nlohmann::json& model_config, const Tokenizer& tokenizer,

@@ -1,12 +1,17 @@
 // Checkpoints of each optimizer: AdamW's optimizer.safetensors is byte for byte the file cpuft
 // wrote before optimizers were interchangeable, SGD's momentum round-trips, and a checkpoint of
-// one optimizer is refused by another in one line.
+// one optimizer is refused by another in one line. The output folder's lock and the removal of
+// what an interrupted run left (output_lock.h).
 #include "train/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -21,7 +26,9 @@
 #include "model/param_layout.h"
 #include "optim/adamw.h"
 #include "optim/optimizer.h"
+#include "parallel/communicator.h"
 #include "test_paths.h"
+#include "train/output_lock.h"
 
 namespace cpuft {
 namespace {
@@ -192,6 +199,149 @@ TEST_F(CheckpointFixture, TheBestCheckpointOutlivesTheLimit) {
   EXPECT_EQ(state["best_model_checkpoint"], (dir / "checkpoint-4").string());
   EXPECT_EQ(state["best_metric"], 0.9);
   EXPECT_EQ(state["best_global_step"], 4);
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string lock_error(const fs::path& dir) {
+  try {
+    OutputLock second(dir);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string host_name() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+TEST_F(CheckpointFixture, ASecondLockIsRefusedNamingTheHolder) {
+  std::string error;
+  {
+    OutputLock first(dir);
+    ASSERT_TRUE(first.held());
+    // Another open file in this process is another flock owner: refused, naming this pid.
+    error = lock_error(dir);
+    const std::string prefix = str("--output_dir ", dir.string(), " is in use by pid ", getpid(),
+                                   " on host ", host_name(), " (since ");
+    EXPECT_EQ(error.substr(0, prefix.size()), prefix) << error;
+    EXPECT_TRUE(error.ends_with(" UTC); wait for it or choose another folder")) << error;
+    // And in a child process.
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) _exit(lock_error(dir).starts_with(prefix) ? 0 : 1);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child took the lock";
+  }
+  // Released: the lock file is gone and the folder can be locked again.
+  EXPECT_FALSE(fs::exists(dir / kOutputLockName));
+  EXPECT_TRUE(OutputLock(dir).held());
+}
+
+TEST_F(CheckpointFixture, AKilledHoldersLockIsFree) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    OutputLock lock(dir);
+    _exit(0);  // as a SIGKILL: no destructor runs, the file stays, the kernel drops the lock
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(fs::exists(dir / kOutputLockName));
+  OutputLock next(dir);
+  EXPECT_TRUE(next.held());
+  std::ifstream in(dir / kOutputLockName);
+  std::string holder;
+  std::getline(in, holder);
+  EXPECT_TRUE(holder.starts_with(str(getpid(), "@", host_name(), " "))) << holder;
+}
+
+TEST_F(CheckpointFixture, StaleTemporariesAreRemovedAndNothingElse) {
+  for (const char* folder : {".checkpoint-5.tmp", ".checkpoint-3.deleted.tmp", "checkpoint-4"}) {
+    fs::create_directories(dir / folder);
+    std::ofstream(dir / folder / "model.safetensors") << "x";
+  }
+  for (const char* file : {"model.safetensors.tmp-999", "vocab.txt.tmp-12", "notes.tmp-draft",
+                           "vocab.txt", kOutputLockName})
+    std::ofstream(dir / file) << "x";
+  EXPECT_EQ(remove_stale_temporaries(dir),
+            (std::vector<std::string>{".checkpoint-3.deleted.tmp", ".checkpoint-5.tmp",
+                                      "model.safetensors.tmp-999", "vocab.txt.tmp-12"}));
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{kOutputLockName, "checkpoint-4",
+                                                     "notes.tmp-draft", "vocab.txt"}));
+  EXPECT_TRUE(remove_stale_temporaries(dir).empty());
+}
+
+TEST_F(CheckpointFixture, ClaimLocksThenCleans) {
+  fs::create_directories(dir / ".checkpoint-7.tmp");
+  SingleProcessCommunicator comm;
+  {
+    const ClaimedOutputFolder claimed = claim_output_folder(comm, dir, /*saver=*/true);
+    EXPECT_TRUE(claimed.lock.held());
+    EXPECT_EQ(claimed.removed, ".checkpoint-7.tmp");
+    // A second claim is refused and removes nothing of the first's.
+    fs::create_directories(dir / ".checkpoint-8.tmp");
+    try {
+      claim_output_folder(comm, dir, true);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(" is in use by pid "), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(fs::exists(dir / ".checkpoint-8.tmp"));
+    // A rank that does not write takes nothing.
+    EXPECT_FALSE(claim_output_folder(comm, dir, false).lock.held());
+  }
+  EXPECT_EQ(names_in(dir), std::vector<std::string>{".checkpoint-8.tmp"});
+}
+
+// A checkpoint saved over an existing one of the same step (after a resume) and the ones the limit
+// deletes leave no temporary folder.
+TEST_F(CheckpointFixture, SavingAgainAndRotatingLeaveNoTemporaries) {
+  const std::unique_ptr<Optimizer> optimizer =
+      make_optimizer("adamw_torch", "", layout, OptimizerOptions{});
+  const nlohmann::json history = nlohmann::json::array();
+  const BestModel best{TrainConfig{}};
+  for (int64_t step : {1, 2, 3, 2, 3, 4})
+    save_checkpoint(dir, CheckpointContent{step, 1.0, 8, history, best, 1}, layout, params.data(),
+                    *optimizer, nlohmann::json::object(), *tokenizer, 2, TrainConfig{});
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{"checkpoint-3", "checkpoint-4"}));
+  EXPECT_EQ(names_in(dir / "checkpoint-4"),
+            (std::vector<std::string>{"config.json", "model.safetensors", "optimizer.safetensors",
+                                      "special_tokens_map.json", "tokenizer_config.json",
+                                      "trainer_state.json", "vocab.txt"}));
+}
+
+// A write that fails half-way (the file-size limit stands for a full disk) is one line naming the
+// file and the reason, and leaves nothing of the checkpoint behind.
+TEST_F(CheckpointFixture, AFailedSaveLeavesNothing) {
+  const std::unique_ptr<Optimizer> optimizer =
+      make_optimizer("adamw_torch", "", layout, OptimizerOptions{});
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 1024;  // below model.safetensors
+  void (*previous)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string error;
+  try {
+    train_and_save(*optimizer);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_EQ(error, (dir / ".checkpoint-2.tmp" / "model.safetensors").string() +
+                       ": cannot write: " + std::strerror(EFBIG));
+  EXPECT_TRUE(names_in(dir).empty());
 }
 
 }  // namespace

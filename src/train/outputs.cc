@@ -1,12 +1,8 @@
 #include "train/outputs.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "core/check.h"
@@ -17,26 +13,6 @@ namespace cpuft {
 double round_to(double v, int digits) {
   const double scale = std::pow(10.0, digits);
   return std::round(v * scale) / scale;
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = str(path, ".tmp-", ::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    CPUFT_REQUIRE(out.good(), path, ": cannot write");
-    out << text;
-    out.flush();
-    if (!out.good()) {
-      std::remove(temp.c_str());
-      throw Error(str(path, ": write failed"));
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temp, path, error);
-  if (error) {
-    std::remove(temp.c_str());
-    throw Error(str(path, ": cannot rename into place: ", error.message()));
-  }
 }
 
 void write_json(const std::string& path, const nlohmann::json& value) {

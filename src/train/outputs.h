@@ -1,18 +1,20 @@
 // Files of a Trainer output folder, written as HF's Trainer writes them, each one atomically
-// (temporary file + rename) so an interrupted run never leaves a half-written file.
+// (core/atomic_file.h: temporary file, fsync, rename) so an interrupted run never leaves a
+// half-written file.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
+
 namespace cpuft {
 
 // `v` rounded to `digits` decimals, as HF's Trainer rounds the values it logs.
 double round_to(double v, int digits);
 
-// Writes `text` to `path` through "<path>.tmp" and a rename.
-void write_file_atomically(const std::string& path, const std::string& text);
+// `value` as HF writes JSON files (indent 2, a final newline), atomically.
 void write_json(const std::string& path, const nlohmann::json& value);
 
 // config.json of the fine-tuned model: the input config.json with the architecture, labels,

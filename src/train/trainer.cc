@@ -28,6 +28,7 @@
 #include "train/evaluation.h"
 #include "train/hf_arguments.h"
 #include "train/model_card.h"
+#include "train/output_lock.h"
 #include "train/outputs.h"
 #include "train/progress.h"
 #include "train/train_flags.h"
@@ -49,9 +50,18 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
+// A folder holding more than what a killed cpuft run leaves there alone (its lock file, the
+// temporaries the next run removes).
 bool non_empty_dir(const fs::path& dir) {
   std::error_code error;
-  return fs::is_directory(dir, error) && !fs::is_empty(dir, error);
+  if (!fs::is_directory(dir, error)) return false;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    const bool leftover =
+        name == kOutputLockName || (name.starts_with(".checkpoint-") && name.ends_with(".tmp"));
+    if (!leftover) return true;
+  }
+  return false;
 }
 
 // Where training starts, as run_glue.py decides: --resume_from_checkpoint DIR, or True (the
@@ -364,6 +374,12 @@ void Trainer::run() {
   const bool created = !fs::exists(out, error) && (s.is_writer() || s.is_saver());
   if (s.is_writer() || s.is_saver()) fs::create_directories(out);
   try {
+    // One job per output folder, held until the end; then nothing half-written of an interrupted
+    // run stays behind (output_lock.h).
+    const ClaimedOutputFolder claimed = claim_output_folder(*s.dist.comm, out, s.is_saver());
+    if (!claimed.removed.empty())
+      s.info(str("removed what an interrupted run left half-written in ", c.output_dir, ": ",
+                 claimed.removed));
     const bool tty = !c.disable_tqdm && s.is_writer() && ::isatty(2);
     start_tensorboard(s);
     const json train_results = c.do_train ? train(s, out, tty) : json();
@@ -371,7 +387,8 @@ void Trainer::run() {
     if (c.do_predict) write_predictions(s, out);
     write_run_summary(s, out, train_results, eval_results);
   } catch (...) {
-    // A run that fails before writing anything leaves no empty output folder behind.
+    // A run that fails before writing anything leaves no empty output folder behind (its lock,
+    // released by now, took its file with it).
     if (created && fs::is_empty(out, error)) fs::remove(out, error);
     throw;
   }
