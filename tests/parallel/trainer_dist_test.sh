@@ -199,10 +199,10 @@ OMP_NUM_THREADS=1 "$cpuft" train "${drop_flags[@]}" --per_device_train_batch_siz
   >"$work/drop_2to1.log" 2>&1 || fail "resume 2 -> 1 rank: $(tail -2 "$work/drop_2to1.log")"
 for run in drop_two drop_accum drop_1to2; do
   python3 "$same_weights" "$work/$run/model.safetensors" "$work/drop_one/model.safetensors" \
-    >"$work/$run.cmp" && pass || fail "$run: weights differ from 1 rank's: $(tail -3 "$work/$run.cmp")"
+    --except attention.self.key.bias >"$work/$run.cmp" && pass || fail "$run: weights differ from 1 rank's: $(tail -3 "$work/$run.cmp")"
 done
 python3 "$same_weights" "$work/drop_2to1/model.safetensors" "$work/drop_two/model.safetensors" \
-  >"$work/drop_2to1.cmp" && pass ||
+  --except attention.self.key.bias >"$work/drop_2to1.cmp" && pass ||
   fail "drop_2to1: weights differ from 2 ranks': $(tail -3 "$work/drop_2to1.cmp")"
 grep -q "resumed from .*checkpoint-3 at step 3" "$work/drop_2to1.log" && pass ||
   fail "resume 2 -> 1 did not say where it resumed"
