@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
@@ -610,6 +611,10 @@ Dataset read_data_file(const std::string& path, const DataFileLabels& labels) {
         double v = 0;
         if (!cell_number(t, cell, v)) {
           throw Error(str(location(t, r), ": label '", cell.value, "' is not a number"));
+        }
+        // Scores are float32: beyond float's range the conversion is undefined (in practice inf).
+        if (!(std::fabs(v) <= std::numeric_limits<float>::max())) {
+          throw Error(str(location(t, r), ": label '", cell.value, "' is beyond float's range"));
         }
         ex.score = static_cast<float>(v);
         ex.has_label = true;

@@ -548,6 +548,10 @@ TEST(DataFile, FloatLabelsMeanRegression) {
   const std::string dev = tmp.write("dev.csv", "sentence1,sentence2,label\na,b,high\n");
   EXPECT_EQ(error_of([&] { read_data_file(dev, labels); }),
             dev + ":2: label 'high' is not a number");
+  // Found by fuzz_data_reader: a finite double beyond float's range became an inf score.
+  const std::string huge = tmp.write("huge.csv", "sentence1,sentence2,label\na,b,1e300\n");
+  EXPECT_EQ(error_of([&] { read_data_file(huge, labels); }),
+            huge + ":2: label '1e300' is beyond float's range");
 }
 
 TEST(DataFile, TsvTakesQuotesLiterally) {

@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,8 @@ namespace cpuft {
 namespace {
 
 using nlohmann::json;
+
+constexpr int64_t kMaxLabels = int64_t{1} << 20;
 
 // Reads an optional field; the type must match (an integer for int64_t, any number for double).
 struct FieldReader {
@@ -29,6 +32,9 @@ struct FieldReader {
     if (value == nullptr) return;
     CPUFT_REQUIRE(value->is_number_integer(), label, ": field '", name,
                   "' must be an integer, got ", value->dump());
+    // Above INT64_MAX get<int64_t>() would wrap (18446744073709551615 would read as -1).
+    CPUFT_REQUIRE(!value->is_number_unsigned() || value->get<uint64_t>() <= INT64_MAX, label,
+                  ": field '", name, "' is out of range, got ", value->dump());
     out = value->get<int64_t>();
   }
   void read(const char* name, double& out) const {
@@ -60,7 +66,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   json object;
   try {
     object = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw Error(str(label, ": not valid JSON: ", e.what()));
   }
   CPUFT_REQUIRE(object.is_object(), label, ": must be a JSON object");
@@ -130,6 +136,9 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   }
   reader.read("num_labels", c.num_labels, false);
   CPUFT_REQUIRE(c.num_labels >= 1, label, ": field 'num_labels' must be >= 1");
+  // id2label gets an entry per label: a bound keeps a stray huge number from allocating gigabytes.
+  CPUFT_REQUIRE(c.num_labels <= kMaxLabels, label, ": field 'num_labels' (", c.num_labels,
+                ") is above cpuft's limit of ", kMaxLabels);
   c.id2label.resize(static_cast<size_t>(c.num_labels));
   for (int64_t i = 0; i < c.num_labels; ++i) c.id2label[i] = str("LABEL_", i);
   if (id2label != nullptr && static_cast<int64_t>(id2label->size()) == c.num_labels) {

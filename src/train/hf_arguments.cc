@@ -219,7 +219,7 @@ nlohmann::json read_args_document(const std::string& path) {
   }
   try {
     return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range (1e999)
     throw Error(str(path, ": not valid JSON: ", e.what()));
   }
 }

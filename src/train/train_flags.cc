@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -35,6 +36,15 @@ int64_t parse_integer(const std::string& flag, const std::string& text) {
   return value;
 }
 
+// An int field's value: a number beyond int's range would wrap (--max_seq_length 4294967424 would
+// read as 128).
+int parse_int(const std::string& flag, const std::string& text) {
+  const int64_t value = parse_integer(flag, text);
+  if (value < INT_MIN || value > INT_MAX)
+    throw UsageError(str("--", flag, ": ", value, " is out of range"));
+  return static_cast<int>(value);
+}
+
 double parse_number(const std::string& flag, const std::string& text) {
   errno = 0;
   char* end = nullptr;
@@ -56,6 +66,8 @@ Setter store(T TrainConfig::*field, const std::string& flag) {
       c.*field = parse_number(flag, v.at(0));
     } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
       c.*field = v;
+    } else if constexpr (std::is_same_v<T, int>) {
+      c.*field = parse_int(flag, v.at(0));
     } else {
       const int64_t value = parse_integer(flag, v.at(0));
       if constexpr (std::is_same_v<T, uint64_t>) {
@@ -549,7 +561,7 @@ void apply(const TrainFlag& flag, const GivenFlag& given, TrainConfig& config) {
       break;
     case FlagClass::noticed:
       if (flag.name == "local_rank")
-        config.local_rank = static_cast<int>(parse_integer("local_rank", given.values.at(0)));
+        config.local_rank = parse_int("local_rank", given.values.at(0));
       config.notices.push_back(
           str("--", flag.name, " ", value, where, ": accepted, changes nothing: ", flag.doc));
       break;

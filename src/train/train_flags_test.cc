@@ -108,6 +108,11 @@ TEST(TrainFlags, ValuesListsAndPrefixes) {
             std::string::npos);
   EXPECT_NE(usage_error({"--log_level", "loud"}).find("--log_level: 'loud' is not one of"),
             std::string::npos);
+  // Found by fuzz_train_args: an int flag's value beyond int's range wrapped (4294967424 -> 128).
+  EXPECT_EQ(usage_error({"--max_seq_length", "4294967424"}),
+            "--max_seq_length: 4294967424 is out of range");
+  EXPECT_EQ(usage_error({"--local_rank", "-4294967295"}),
+            "--local_rank: -4294967295 is out of range");
   // A flag given twice: the last value wins, as argparse.
   c = parse({"--seed", "1", "--seed", "2"});
   EXPECT_EQ(c.seed, 2u);
@@ -185,8 +190,16 @@ TEST(TrainFlags, ArgsFilesAndTheCommandLineHasTheLastWord) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not valid YAML"), std::string::npos);
   }
+  // Found by fuzz_train_args: a number JSON cannot hold was nlohmann's out_of_range, uncaught.
+  const std::string huge = temp_file("huge.json", R"({"learning_rate": 1e999})");
+  try {
+    parse_train_arguments({huge}, config);
+    ADD_FAILURE() << "1e999 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(huge + ": not valid JSON"), std::string::npos);
+  }
   EXPECT_NE(usage_error({json, "extra.json"}).find("one args file at most"), std::string::npos);
-  for (const std::string& f : {json, yaml, typo, wrong, broken}) fs::remove(f);
+  for (const std::string& f : {json, yaml, typo, wrong, broken, huge}) fs::remove(f);
 }
 
 std::set<std::string> names_in(const std::string& fixture) {
