@@ -116,7 +116,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view a = in.substr(0, nul);
     const std::string_view b = nul == std::string_view::npos ? "" : in.substr(nul + 1);
     exercise(t, a, nul == std::string_view::npos ? nullptr : &b, max_length);
-    (void)t.summary();
+    // Not for the fixture: is_bert_pipeline() builds a tokenizer of the whole vocabulary.
+    if (own) (void)own->summary();
   } catch (const cpuft::Error&) {
     // Rejected vocabulary: expected.
   }

@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string_view>
+
+#include "data/utf8.h"
 
 namespace cpuft {
 
@@ -551,6 +554,9 @@ std::string joined(const Values& values) {
 void apply(const TrainFlag& flag, const GivenFlag& given, TrainConfig& config) {
   const std::string value = joined(given.values);
   const std::string where = given.origin == "command line" ? "" : str(" (", given.origin, ")");
+  // Values end up in training_args.json and the logs, which are JSON: UTF-8 only.
+  if (find_invalid_utf8(value) != std::string_view::npos)
+    throw UsageError(str("--", flag.name, where, ": the value is not valid UTF-8"));
   switch (flag.cls) {
     case FlagClass::implemented:
       flag.set(config, given.values);
