@@ -7,6 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
+
+#include "data/utf8.h"
 
 namespace cpuft {
 
@@ -217,6 +220,9 @@ nlohmann::json read_args_document(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (path.ends_with(".yaml") || path.ends_with(".yml")) {
+    // yaml-cpp passes any bytes through; the values become JSON (nlohmann checks JSON itself).
+    const size_t bad = find_invalid_utf8(text.str());
+    CPUFT_REQUIRE(bad == std::string_view::npos, path, ": not valid UTF-8 at byte ", bad);
     size_t budget = kMaxYamlValues;
     try {
       return yaml_to_json(YAML::Load(text.str()), budget);

@@ -216,8 +216,17 @@ TEST(TrainFlags, ArgsFilesAndTheCommandLineHasTheLastWord) {
     EXPECT_EQ(std::string(e.what()),
               laughs + ": expands to more than 100000 values (nested aliases?)");
   }
+  // Found by fuzz_train_args: a YAML key that is not UTF-8 (in a dict value) made dump() throw.
+  const std::string latin1 = temp_file("latin1.yaml", "report_to:\n  \xff: 1\n");
+  try {
+    parse_train_arguments({latin1}, config);
+    ADD_FAILURE() << "invalid UTF-8 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), latin1 + ": not valid UTF-8 at byte 13");
+  }
   EXPECT_NE(usage_error({json, "extra.json"}).find("one args file at most"), std::string::npos);
-  for (const std::string& f : {json, yaml, typo, wrong, broken, huge, laughs}) fs::remove(f);
+  for (const std::string& f : {json, yaml, typo, wrong, broken, huge, laughs, latin1})
+    fs::remove(f);
 }
 
 std::set<std::string> names_in(const std::string& fixture) {
