@@ -12,6 +12,7 @@
 
 #include "core/check.h"
 #include "model/model_config.h"
+#include "model/param_layout.h"
 
 namespace {
 
@@ -26,6 +27,13 @@ void check(const cpuft::ModelConfig& c) {
   if (c.is_regression() != (c.num_labels == 1)) std::abort();
   const float p = c.effective_classifier_dropout();
   if (!(p >= 0 && p < 1)) std::abort();
+  const cpuft::ParamLayout layout(c);
+  int64_t end = 0;
+  for (const cpuft::ParamSpec& spec : layout.specs()) {
+    if (spec.numel <= 0 || spec.offset < end) std::abort();
+    end = spec.offset + spec.numel;
+  }
+  if (layout.total_floats() < end) std::abort();
 }
 
 }  // namespace

@@ -15,6 +15,8 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kMaxLabels = int64_t{1} << 20;
+constexpr int64_t kMaxLayers = 10000;
+constexpr double kMaxParameters = 0x1p48;  // 1 PiB of float32
 
 // Reads an optional field; the type must match (an integer for int64_t, any number for double).
 struct FieldReader {
@@ -176,6 +178,19 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
                   ") leaves no position after pad_token_id + 1 (", c.pad_token_id + 1,
                   "), where this family's positions start");
   }
+  // The parameter layout counts floats in int64 and layers in int, one table row per layer: sizes
+  // beyond any real encoder (the largest have 48 layers and ~10^10 parameters) are refused here,
+  // in double, before anything downstream overflows or a table of 10^18 layers is built.
+  CPUFT_REQUIRE(c.num_hidden_layers <= kMaxLayers, label, ": field 'num_hidden_layers' (",
+                c.num_hidden_layers, ") is above cpuft's limit of ", kMaxLayers);
+  auto f = [](int64_t v) { return static_cast<double>(v); };
+  const double d = f(c.hidden_size), e = f(c.embedding_size);
+  const double parameters =
+      (f(c.vocab_size) + f(c.max_position_embeddings) + f(c.type_vocab_size)) * e +
+      f(c.num_hidden_layers) * (4 * d * d + 2 * d * f(c.intermediate_size)) + d * e + d * d +
+      d * f(c.num_labels);
+  CPUFT_REQUIRE(parameters <= kMaxParameters, label, ": the sizes make a model of ~", parameters,
+                " parameters, above cpuft's limit of ", kMaxParameters);
   CPUFT_REQUIRE(c.hidden_size % c.num_attention_heads == 0, label, ": field 'hidden_size' (",
                 c.hidden_size, ") is not a multiple of 'num_attention_heads' (",
                 c.num_attention_heads, ")");

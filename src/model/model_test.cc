@@ -90,6 +90,16 @@ TEST(ModelConfig, RefusesOutOfRangeNumbers) {
                   "\"pad_token_id\": 18446744073709551615, \"num_labels\"");
   EXPECT_EQ(expect_error(wrapped),
             "cfg.json: field 'pad_token_id' is out of range, got 18446744073709551615");
+  // Sizes whose parameter layout would overflow int64 (or build 2^62 layer tables).
+  std::string deep = kTinyConfig;
+  deep.replace(deep.find("\"num_hidden_layers\": 2"), 22,
+               "\"num_hidden_layers\": 4611686018427387904");
+  EXPECT_EQ(expect_error(deep),
+            "cfg.json: field 'num_hidden_layers' (4611686018427387904) is above cpuft's limit of "
+            "10000");
+  std::string wide = kTinyConfig;
+  wide.replace(wide.find("\"vocab_size\": 99"), 16, "\"vocab_size\": 9223372036854775807");
+  EXPECT_NE(expect_error(wide).find("parameters, above cpuft's limit of"), std::string::npos);
 }
 
 TEST(ParamLayout, TableIsCompleteOrderedAndNonOverlapping) {
