@@ -402,6 +402,11 @@ void add_json_row(Table& t, const nlohmann::ordered_json& obj, int64_t where) {
   for (size_t c = 0; c < t.columns.size(); ++c) {
     const auto it = obj.find(t.columns[c]);
     if (it == obj.end() || it->is_null()) continue;
+    // Cells hold int64: above INT64_MAX a label would wrap (18446744073709551615 would read as -1,
+    // "unlabelled").
+    if (it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX) {
+      throw Error(str(loc, ": column '", t.columns[c], "': ", it->dump(), " is beyond int64"));
+    }
     cells[c] = json_cell(*it);
     present[c] = true;
   }

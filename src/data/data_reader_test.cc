@@ -595,6 +595,11 @@ TEST(DataFile, JsonLines) {
   const std::string not_text = tmp.write("n.jsonl", "{\"s\": 5, \"label\": 1}\n");
   EXPECT_EQ(error_of([&] { read_data_file(not_text, labels); }),
             not_text + ":1: column 's' must be a string, got 5");
+  // An integer beyond int64 wrapped (here to -1, "unlabelled") before.
+  const std::string wraps =
+      tmp.write("w.jsonl", "{\"s\": \"a\", \"label\": 18446744073709551615}\n");
+  EXPECT_EQ(error_of([&] { read_data_file(wraps, labels); }),
+            wraps + ":1: column 'label': 18446744073709551615 is beyond int64");
   // A test file without labels.
   const std::string test = tmp.write("t.jsonl", "{\"text\": \"x\"}\n");
   EXPECT_FALSE(read_data_file(test, labels).examples[0].has_label);
