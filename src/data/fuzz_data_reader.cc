@@ -28,12 +28,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A scratch folder of this process, removed at exit (never destroyed, so the exit handler may use
-// it).
+// A scratch folder of this process, in memory where /dev/shm exists (a file is written per
+// input), removed at exit (never destroyed, so the exit handler may use it).
 const fs::path& scratch() {
   static const fs::path* const dir = [] {
-    const auto* d = new fs::path(fs::temp_directory_path() /
-                                 ("cpuft_fuzz_data_reader_" + std::to_string(::getpid())));
+    const fs::path base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path();
+    const auto* d = new fs::path(base / ("cpuft_fuzz_data_reader_" + std::to_string(::getpid())));
     fs::create_directories(*d);
     std::atexit([] { fs::remove_all(scratch()); });
     return d;
