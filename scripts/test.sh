@@ -4,8 +4,9 @@
 #   2. release build (-Werror): unit + golden tests (HF fixtures, real MiniLM weights)
 #   3. MPICH and Intel MPI builds: the distributed tests (label dist) against each
 #   4. ASan + UBSan build: the same tests as 2
-#   5. libFuzzer smoke runs of the safetensors parser and the tokenizer parsers (tokenizer.json,
-#      Unigram, byte-level BPE)
+#   5. libFuzzer smoke runs of the safetensors parser, the tokenizer parsers (tokenizer.json,
+#      Unigram, byte-level BPE, WordPiece vocab.txt), the data file readers, config.json and the
+#      train arguments (command line, JSON/YAML args files)
 # Usage: scripts/test.sh [--quick]   (--quick: format check, release build and tests only)
 # It ends with one block naming every skipped test and why (scripts/skipped_tests.py).
 set -euo pipefail
@@ -67,5 +68,8 @@ run_ctest asan-ubsan -j2
 
 echo "== fuzz smoke run"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target fuzz_safetensors fuzz_unigram fuzz_bpe_tokenizer fuzz_tokenizer_json
-ctest --test-dir build/fuzz -R 'fuzz_(safetensors|unigram|bpe_tokenizer|tokenizer_json)_smoke' --output-on-failure
+cmake --build --preset fuzz --target fuzz_safetensors fuzz_unigram fuzz_bpe_tokenizer fuzz_tokenizer_json \
+  fuzz_wordpiece fuzz_data_reader fuzz_model_config fuzz_train_args
+ctest --test-dir build/fuzz \
+  -R 'fuzz_(safetensors|unigram|bpe_tokenizer|tokenizer_json|wordpiece|data_reader|model_config|train_args)_smoke' \
+  --output-on-failure

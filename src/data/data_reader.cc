@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
@@ -401,6 +402,11 @@ void add_json_row(Table& t, const nlohmann::ordered_json& obj, int64_t where) {
   for (size_t c = 0; c < t.columns.size(); ++c) {
     const auto it = obj.find(t.columns[c]);
     if (it == obj.end() || it->is_null()) continue;
+    // Cells hold int64: above INT64_MAX a label would wrap (18446744073709551615 would read as -1,
+    // "unlabelled").
+    if (it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX) {
+      throw Error(str(loc, ": column '", t.columns[c], "': ", it->dump(), " is beyond int64"));
+    }
     cells[c] = json_cell(*it);
     present[c] = true;
   }
@@ -624,6 +630,10 @@ Dataset read_data_file(const std::string& path, const DataFileLabels& labels) {
         double v = 0;
         if (!cell_number(t, cell, v)) {
           throw Error(str(location(t, r), ": label '", cell.value, "' is not a number"));
+        }
+        // Scores are float32: beyond float's range the conversion is undefined (in practice inf).
+        if (!(std::fabs(v) <= std::numeric_limits<float>::max())) {
+          throw Error(str(location(t, r), ": label '", cell.value, "' is beyond float's range"));
         }
         ex.score = static_cast<float>(v);
         ex.has_label = true;

@@ -548,6 +548,10 @@ TEST(DataFile, FloatLabelsMeanRegression) {
   const std::string dev = tmp.write("dev.csv", "sentence1,sentence2,label\na,b,high\n");
   EXPECT_EQ(error_of([&] { read_data_file(dev, labels); }),
             dev + ":2: label 'high' is not a number");
+  // Found by fuzz_data_reader: a finite double beyond float's range became an inf score.
+  const std::string huge = tmp.write("huge.csv", "sentence1,sentence2,label\na,b,1e300\n");
+  EXPECT_EQ(error_of([&] { read_data_file(huge, labels); }),
+            huge + ":2: label '1e300' is beyond float's range");
 }
 
 TEST(DataFile, TsvTakesQuotesLiterally) {
@@ -591,6 +595,11 @@ TEST(DataFile, JsonLines) {
   const std::string not_text = tmp.write("n.jsonl", "{\"s\": 5, \"label\": 1}\n");
   EXPECT_EQ(error_of([&] { read_data_file(not_text, labels); }),
             not_text + ":1: column 's' must be a string, got 5");
+  // An integer beyond int64 wrapped (here to -1, "unlabelled") before.
+  const std::string wraps =
+      tmp.write("w.jsonl", "{\"s\": \"a\", \"label\": 18446744073709551615}\n");
+  EXPECT_EQ(error_of([&] { read_data_file(wraps, labels); }),
+            wraps + ":1: column 'label': 18446744073709551615 is beyond int64");
   // A test file without labels.
   const std::string test = tmp.write("t.jsonl", "{\"text\": \"x\"}\n");
   EXPECT_FALSE(read_data_file(test, labels).examples[0].has_label);

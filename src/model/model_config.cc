@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,10 @@ namespace cpuft {
 namespace {
 
 using nlohmann::json;
+
+constexpr int64_t kMaxLabels = int64_t{1} << 20;
+constexpr int64_t kMaxLayers = 10000;
+constexpr double kMaxParameters = 0x1p48;  // 1 PiB of float32
 
 // Reads an optional field; the type must match (an integer for int64_t, any number for double).
 struct FieldReader {
@@ -29,6 +34,9 @@ struct FieldReader {
     if (value == nullptr) return;
     CPUFT_REQUIRE(value->is_number_integer(), label, ": field '", name,
                   "' must be an integer, got ", value->dump());
+    // Above INT64_MAX get<int64_t>() would wrap (18446744073709551615 would read as -1).
+    CPUFT_REQUIRE(!value->is_number_unsigned() || value->get<uint64_t>() <= INT64_MAX, label,
+                  ": field '", name, "' is out of range, got ", value->dump());
     out = value->get<int64_t>();
   }
   void read(const char* name, double& out) const {
@@ -60,7 +68,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   json object;
   try {
     object = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw Error(str(label, ": not valid JSON: ", e.what()));
   }
   CPUFT_REQUIRE(object.is_object(), label, ": must be a JSON object");
@@ -130,6 +138,9 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   }
   reader.read("num_labels", c.num_labels, false);
   CPUFT_REQUIRE(c.num_labels >= 1, label, ": field 'num_labels' must be >= 1");
+  // id2label gets an entry per label: a bound keeps a stray huge number from allocating gigabytes.
+  CPUFT_REQUIRE(c.num_labels <= kMaxLabels, label, ": field 'num_labels' (", c.num_labels,
+                ") is above cpuft's limit of ", kMaxLabels);
   c.id2label.resize(static_cast<size_t>(c.num_labels));
   for (int64_t i = 0; i < c.num_labels; ++i) c.id2label[i] = str("LABEL_", i);
   if (id2label != nullptr && static_cast<int64_t>(id2label->size()) == c.num_labels) {
@@ -167,6 +178,19 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
                   ") leaves no position after pad_token_id + 1 (", c.pad_token_id + 1,
                   "), where this family's positions start");
   }
+  // The parameter layout counts floats in int64 and layers in int, one table row per layer: sizes
+  // beyond any real encoder (the largest have 48 layers and ~10^10 parameters) are refused here,
+  // in double, before anything downstream overflows or a table of 10^18 layers is built.
+  CPUFT_REQUIRE(c.num_hidden_layers <= kMaxLayers, label, ": field 'num_hidden_layers' (",
+                c.num_hidden_layers, ") is above cpuft's limit of ", kMaxLayers);
+  auto f = [](int64_t v) { return static_cast<double>(v); };
+  const double d = f(c.hidden_size), e = f(c.embedding_size);
+  const double parameters =
+      (f(c.vocab_size) + f(c.max_position_embeddings) + f(c.type_vocab_size)) * e +
+      f(c.num_hidden_layers) * (4 * d * d + 2 * d * f(c.intermediate_size)) + d * e + d * d +
+      d * f(c.num_labels);
+  CPUFT_REQUIRE(parameters <= kMaxParameters, label, ": the sizes make a model of ~", parameters,
+                " parameters, above cpuft's limit of ", kMaxParameters);
   CPUFT_REQUIRE(c.hidden_size % c.num_attention_heads == 0, label, ": field 'hidden_size' (",
                 c.hidden_size, ") is not a multiple of 'num_attention_heads' (",
                 c.num_attention_heads, ")");

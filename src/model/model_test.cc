@@ -75,6 +75,33 @@ TEST(ModelConfig, ErrorsNameTheField) {
   EXPECT_NE(expect_error(bad_dropout).find("hidden_dropout_prob"), std::string::npos);
 }
 
+// Found by fuzz_model_config: inputs that escaped as other exceptions or drove an allocation.
+TEST(ModelConfig, RefusesOutOfRangeNumbers) {
+  std::string huge_float = kTinyConfig;  // nlohmann throws out_of_range, not parse_error
+  huge_float.replace(huge_float.find("1e-12"), 5, "31e3087");
+  EXPECT_NE(expect_error(huge_float).find("cfg.json: not valid JSON"), std::string::npos);
+  std::string huge_labels = kTinyConfig;  // id2label would get 2^62 entries
+  huge_labels.replace(huge_labels.find("\"num_labels\": 3"), 15,
+                      "\"num_labels\": 4611686018427387904");
+  EXPECT_EQ(expect_error(huge_labels),
+            "cfg.json: field 'num_labels' (4611686018427387904) is above cpuft's limit of 1048576");
+  std::string wrapped = kTinyConfig;  // above INT64_MAX: read as -1 (no padding row) before
+  wrapped.replace(wrapped.find("\"num_labels\""), 12,
+                  "\"pad_token_id\": 18446744073709551615, \"num_labels\"");
+  EXPECT_EQ(expect_error(wrapped),
+            "cfg.json: field 'pad_token_id' is out of range, got 18446744073709551615");
+  // Sizes whose parameter layout would overflow int64 (or build 2^62 layer tables).
+  std::string deep = kTinyConfig;
+  deep.replace(deep.find("\"num_hidden_layers\": 2"), 22,
+               "\"num_hidden_layers\": 4611686018427387904");
+  EXPECT_EQ(expect_error(deep),
+            "cfg.json: field 'num_hidden_layers' (4611686018427387904) is above cpuft's limit of "
+            "10000");
+  std::string wide = kTinyConfig;
+  wide.replace(wide.find("\"vocab_size\": 99"), 16, "\"vocab_size\": 9223372036854775807");
+  EXPECT_NE(expect_error(wide).find("parameters, above cpuft's limit of"), std::string::npos);
+}
+
 TEST(ParamLayout, TableIsCompleteOrderedAndNonOverlapping) {
   const ModelConfig c = parse_model_config(kTinyConfig, "cfg.json");
   const ParamLayout layout(c);

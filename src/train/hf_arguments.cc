@@ -7,6 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
+
+#include "data/utf8.h"
 
 namespace cpuft {
 
@@ -183,7 +186,13 @@ std::vector<std::string> json_values(const nlohmann::json& value) {
   return {value.dump()};  // an object: JSON text, as HF takes dict fields from the command line
 }
 
-nlohmann::json yaml_to_json(const YAML::Node& node) {
+// Values an args file may expand to: aliases (*a) repeat a node, so ten nested lists of ten
+// aliases would otherwise expand to 10^10 values ("billion laughs").
+constexpr size_t kMaxYamlValues = 100000;
+
+nlohmann::json yaml_to_json(const YAML::Node& node, size_t& budget) {
+  CPUFT_REQUIRE(budget > 0, "expands to more than ", kMaxYamlValues, " values (nested aliases?)");
+  --budget;
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -192,13 +201,13 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
       return node.Scalar();
     case YAML::NodeType::Sequence: {
       nlohmann::json out = nlohmann::json::array();
-      for (const YAML::Node& element : node) out.push_back(yaml_to_json(element));
+      for (const YAML::Node& element : node) out.push_back(yaml_to_json(element, budget));
       return out;
     }
     case YAML::NodeType::Map: {
       nlohmann::json out = nlohmann::json::object();
       for (const auto& entry : node)
-        out[entry.first.as<std::string>()] = yaml_to_json(entry.second);
+        out[entry.first.as<std::string>()] = yaml_to_json(entry.second, budget);
       return out;
     }
   }
@@ -211,15 +220,21 @@ nlohmann::json read_args_document(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (path.ends_with(".yaml") || path.ends_with(".yml")) {
+    // yaml-cpp passes any bytes through; the values become JSON (nlohmann checks JSON itself).
+    const size_t bad = find_invalid_utf8(text.str());
+    CPUFT_REQUIRE(bad == std::string_view::npos, path, ": not valid UTF-8 at byte ", bad);
+    size_t budget = kMaxYamlValues;
     try {
-      return yaml_to_json(YAML::Load(text.str()));
+      return yaml_to_json(YAML::Load(text.str()), budget);
     } catch (const YAML::Exception& e) {
       throw Error(str(path, ": not valid YAML: ", e.what()));
+    } catch (const Error& e) {
+      throw Error(str(path, ": ", e.what()));
     }
   }
   try {
     return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range (1e999)
     throw Error(str(path, ": not valid JSON: ", e.what()));
   }
 }

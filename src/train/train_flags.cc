@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string_view>
+
+#include "data/utf8.h"
 
 namespace cpuft {
 
@@ -35,6 +39,15 @@ int64_t parse_integer(const std::string& flag, const std::string& text) {
   return value;
 }
 
+// An int field's value: a number beyond int's range would wrap (--max_seq_length 4294967424 would
+// read as 128).
+int parse_int(const std::string& flag, const std::string& text) {
+  const int64_t value = parse_integer(flag, text);
+  if (value < INT_MIN || value > INT_MAX)
+    throw UsageError(str("--", flag, ": ", value, " is out of range"));
+  return static_cast<int>(value);
+}
+
 double parse_number(const std::string& flag, const std::string& text) {
   errno = 0;
   char* end = nullptr;
@@ -56,6 +69,8 @@ Setter store(T TrainConfig::*field, const std::string& flag) {
       c.*field = parse_number(flag, v.at(0));
     } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
       c.*field = v;
+    } else if constexpr (std::is_same_v<T, int>) {
+      c.*field = parse_int(flag, v.at(0));
     } else {
       const int64_t value = parse_integer(flag, v.at(0));
       if constexpr (std::is_same_v<T, uint64_t>) {
@@ -540,6 +555,9 @@ std::string joined(const Values& values) {
 void apply(const TrainFlag& flag, const GivenFlag& given, TrainConfig& config) {
   const std::string value = joined(given.values);
   const std::string where = given.origin == "command line" ? "" : str(" (", given.origin, ")");
+  // Values end up in training_args.json and the logs, which are JSON: UTF-8 only.
+  if (find_invalid_utf8(value) != std::string_view::npos)
+    throw UsageError(str("--", flag.name, where, ": the value is not valid UTF-8"));
   switch (flag.cls) {
     case FlagClass::implemented:
       flag.set(config, given.values);
@@ -550,7 +568,7 @@ void apply(const TrainFlag& flag, const GivenFlag& given, TrainConfig& config) {
       break;
     case FlagClass::noticed:
       if (flag.name == "local_rank")
-        config.local_rank = static_cast<int>(parse_integer("local_rank", given.values.at(0)));
+        config.local_rank = parse_int("local_rank", given.values.at(0));
       config.notices.push_back(
           str("--", flag.name, " ", value, where, ": accepted, changes nothing: ", flag.doc));
       break;

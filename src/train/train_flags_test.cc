@@ -108,6 +108,14 @@ TEST(TrainFlags, ValuesListsAndPrefixes) {
             std::string::npos);
   EXPECT_NE(usage_error({"--log_level", "loud"}).find("--log_level: 'loud' is not one of"),
             std::string::npos);
+  // Found by fuzz_train_args: an int flag's value beyond int's range wrapped (4294967424 -> 128).
+  EXPECT_EQ(usage_error({"--max_seq_length", "4294967424"}),
+            "--max_seq_length: 4294967424 is out of range");
+  EXPECT_EQ(usage_error({"--local_rank", "-4294967295"}),
+            "--local_rank: -4294967295 is out of range");
+  // Found by fuzz_train_args: a value that is not UTF-8 made training_args.json's dump() throw.
+  EXPECT_EQ(usage_error({"--output_dir", "runs/\xff"}),
+            "--output_dir: the value is not valid UTF-8");
   // A flag given twice: the last value wins, as argparse.
   c = parse({"--seed", "1", "--seed", "2"});
   EXPECT_EQ(c.seed, 2u);
@@ -185,8 +193,40 @@ TEST(TrainFlags, ArgsFilesAndTheCommandLineHasTheLastWord) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not valid YAML"), std::string::npos);
   }
+  // Found by fuzz_train_args: a number JSON cannot hold was nlohmann's out_of_range, uncaught.
+  const std::string huge = temp_file("huge.json", R"({"learning_rate": 1e999})");
+  try {
+    parse_train_arguments({huge}, config);
+    ADD_FAILURE() << "1e999 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(huge + ": not valid JSON"), std::string::npos);
+  }
+  // Found by fuzz_train_args: nested aliases expanded to 10^9 values.
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    text += str("a", i, ": &a", i, " [");
+    for (int j = 0; j < 10; ++j) text += str(j ? ", " : "", "*a", i - 1);
+    text += "]\n";
+  }
+  const std::string laughs = temp_file("laughs.yaml", text);
+  try {
+    parse_train_arguments({laughs}, config);
+    ADD_FAILURE() << "nested aliases accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              laughs + ": expands to more than 100000 values (nested aliases?)");
+  }
+  // Found by fuzz_train_args: a YAML key that is not UTF-8 (in a dict value) made dump() throw.
+  const std::string latin1 = temp_file("latin1.yaml", "report_to:\n  \xff: 1\n");
+  try {
+    parse_train_arguments({latin1}, config);
+    ADD_FAILURE() << "invalid UTF-8 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), latin1 + ": not valid UTF-8 at byte 13");
+  }
   EXPECT_NE(usage_error({json, "extra.json"}).find("one args file at most"), std::string::npos);
-  for (const std::string& f : {json, yaml, typo, wrong, broken}) fs::remove(f);
+  for (const std::string& f : {json, yaml, typo, wrong, broken, huge, laughs, latin1})
+    fs::remove(f);
 }
 
 std::set<std::string> names_in(const std::string& fixture) {
