@@ -84,7 +84,8 @@ def first_avx512(objdump, path, allowed_function):
     if out.returncode != 0:
         raise RuntimeError(f"{objdump} -d {path} failed: {out.stderr.strip()}")
     text = out.stdout
-    lines = sorted({text.rfind("\n", 0, m.start()) + 1 for c in CANDIDATES for m in c.finditer(text)})
+    hits = (m.start() for c in CANDIDATES for m in c.finditer(text))
+    lines = sorted({text.rfind("\n", 0, hit) + 1 for hit in hits})
     seen = False
     for start in lines:
         end = text.find("\n", start)
