@@ -6,9 +6,14 @@
 # path they run is SIGILL under the emulator, whatever CPU the host has. Skipped (77) without
 # qemu-x86_64 or the binaries.
 #
-# usage: qemu_test.sh CPUFT TEST[:GTEST_FILTER]...
+# usage: qemu_test.sh [--skip REASON] CPUFT TEST[:GTEST_FILTER]...
+#   --skip: print REASON and exit 77 (a build not for the baseline, a sanitizer build)
 set -euo pipefail
 
+if [ "${1:-}" = --skip ]; then
+  echo "SKIP: $2"
+  exit 77
+fi
 cpuft=$1
 shift
 cpu=Haswell-noTSX
