@@ -30,6 +30,7 @@ packages=(
   slurmctld slurmd slurm-client munge    # srun tests on a one-node cluster (tests/parallel)
   python3 python3-pip unzip ca-certificates
   python3-numpy          # TensorBoard's reader imports it (tests/tensorboard, fetch_tensorboard.sh)
+  qemu-user              # tests/portability: the binaries on an emulated CPU without AVX-512
 )
 
 missing=()

@@ -6,7 +6,9 @@
 
 namespace cpuft {
 
-// True when the CPU has AVX-512 F, BW, DQ and VL.
+// True when the CPU has AVX-512 F, BW, DQ and VL (and the OS saves their registers): exactly the
+// -mavx512* flags src/kernels/avx512/*.cc are compiled with (src/kernels/CMakeLists.txt), so a
+// flag added there must be checked here too.
 bool cpu_has_avx512();
 
 // The table for CPUFT_FORCE_ISA = force_isa (nullptr or "" = unset) on a CPU with or without
