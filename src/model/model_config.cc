@@ -15,8 +15,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kMaxLabels = int64_t{1} << 20;
-constexpr int64_t kMaxLayers = 10000;
-constexpr double kMaxParameters = 0x1p48;  // 1 PiB of float32
 
 // Reads an optional field; the type must match (an integer for int64_t, any number for double).
 struct FieldReader {

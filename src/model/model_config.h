@@ -15,6 +15,12 @@
 
 namespace cpuft {
 
+// Sizes beyond any real encoder (the largest have 48 layers and ~10^10 parameters): refused by
+// parse_model_config, and again by ParamLayout for configs built in code, before anything
+// downstream overflows or a table of 10^18 layers is built.
+inline constexpr int64_t kMaxLayers = 10000;
+inline constexpr double kMaxParameters = 0x1p48;  // 1 PiB of float32
+
 // The encoder families, by config.json "model_type".
 enum class Family { bert, distilbert, roberta, xlm_roberta, electra };
 

@@ -219,10 +219,10 @@ make_config wide "c['hidden_size'] = 1 << 20; c['num_attention_heads'] = 1; c['i
 expect_error memory "9.9e+12 parameters with their gradients and optimizer state need 158333 GB, but .* of memory are available" \
   train --model_name_or_path "$work/wide" --do_train "${files[@]}"
 make_config absurd "c['hidden_size'] = 1 << 40; c['num_attention_heads'] = 1"
-expect_error absurd-config "the model would have .* parameters" train --model_name_or_path "$work/absurd" \
+expect_error absurd-config "absurd/config.json: the sizes make a model of ~.* parameters, above cpuft.s limit" train --model_name_or_path "$work/absurd" \
   --do_train "${files[@]}"
 make_config deep "c['num_hidden_layers'] = 1000000000"
-expect_error absurd-layers "num_hidden_layers 1000000000" train --model_name_or_path "$work/deep" \
+expect_error absurd-layers "field 'num_hidden_layers' (1000000000) is above cpuft.s limit of 10000" train --model_name_or_path "$work/deep" \
   --do_train "${files[@]}"
 # A batch larger than the data set is the data set (as HF's loader): one step per epoch, no crash.
 "$cpuft" "${base[@]}" "${files[@]}" --per_device_train_batch_size 1073741824 --max_steps 2 \
