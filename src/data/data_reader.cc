@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -15,6 +16,7 @@
 #include <system_error>
 
 #include "core/check.h"
+#include "core/memory.h"
 #include "data/utf8.h"
 
 namespace cpuft {
@@ -24,6 +26,20 @@ namespace {
 // ---- bytes, UTF-8, lines -------------------------------------------------------------------
 
 std::string read_bytes(const std::string& path) {
+  // A FIFO or a device (/dev/zero) would block or never end; a file larger than the memory left
+  // would end in bad_alloc after minutes: both refused before reading.
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw Error(str(path, ": not a regular file"));
+  if (std::filesystem::exists(status)) {
+    const auto size = static_cast<int64_t>(std::filesystem::file_size(path, error));
+    const int64_t available = available_memory_bytes();
+    if (!error && available >= 0 && size > available / 2)
+      throw Error(str(path, ": ", format_bytes(static_cast<double>(size)),
+                      ", more than half of the ", format_bytes(static_cast<double>(available)),
+                      " of memory available"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(str(path, ": cannot open file (", std::strerror(errno), ")"));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -229,6 +229,8 @@ expect_error absurd-layers "field 'num_hidden_layers' (1000000000) is above cpuf
   --save_strategy no --output_dir "$work/huge_batch" >"$work/huge_batch.log" 2>&1 &&
   grep -q "320 examples, 2 epochs, 1 rank(s) x batch 1073741824" "$work/huge_batch.log" && pass ||
   fail "batch larger than the data: $(tail -2 "$work/huge_batch.log")"
+mkfifo "$work/fifo.tsv"  # a FIFO (or a device) would block or never end
+expect_error data-fifo "fifo.tsv: not a regular file" "${base[@]}" --train_file "$work/fifo.tsv"
 # Labels pandas would read as NaN, and a single class, are refused naming the row or the file.
 { printf 'sentence\tlabel\n'; printf 'the movie\t0.5\nthe film\tnan\nthe plot\t1.5\n'; } >"$work/nan_label.tsv"
 expect_error nan-label "nan_label.tsv.*label 'nan' is missing or not finite" "${base[@]}" \
