@@ -33,7 +33,7 @@ int run_trainer(const TrainConfig& config) {
     trainer.run();
   } catch (const TrainingStopped& stopped) {
     // Every rank stopped after the same step with a checkpoint saved (rank 0 said where).
-    return 128 + stopped.signal();
+    return config.stop_exit_zero ? 0 : 128 + stopped.signal();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     std::fflush(stderr);

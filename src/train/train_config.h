@@ -84,6 +84,9 @@ struct TrainConfig {
   // Distribution (cpuft additions, and TrainingArguments' ddp_* mapped onto them)
   std::string dist_backend = "auto";  // auto | mpi | ccl | single
   double bucket_cap_mb = 25;          // gradient bucket size, as DDP's bucket_cap_mb
+  // A run stopped by SIGTERM/SIGINT/SIGUSR1 (checkpoint saved) exits 0 instead of 128 + signal:
+  // for job scripts that requeue on success.
+  bool stop_exit_zero = false;
   double dist_timeout = 300;          // seconds a collective may take before the run fails
   std::string timeline_dir;           // write chrome://tracing timelines here (one per rank)
   int local_rank = -1;                // as given by --local_rank; checked against the launcher

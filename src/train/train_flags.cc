@@ -526,6 +526,10 @@ std::vector<TrainFlag> make_table() {
                           "Write a chrome://tracing timeline per rank into this folder", kCpuft));
   t.push_back(implemented("save_logits", &TrainConfig::save_logits,
                           "With --do_predict, also write the logits", kCpuft));
+  t.push_back(implemented("stop_exit_zero", &TrainConfig::stop_exit_zero,
+                          "Exit 0 (not 128 + signal) when SIGTERM/SIGINT/SIGUSR1 stopped the run "
+                          "after saving a checkpoint",
+                          kCpuft));
   return t;
 }
 

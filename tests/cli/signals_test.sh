@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Signals during training (issue: a Slurm time limit, Ctrl-C, `srun --signal=USR1`): the run
-# finishes its step, saves a checkpoint, says in one line where to resume, and exits 128 + signal;
+# finishes its step, saves a checkpoint, says in one line where to resume, and exits 128 + signal
+# (0 with --stop_exit_zero); the resumed run ends with an unbroken run's weights, bit for bit;
 # under mpirun every rank stops after the same step. The step lines reach a redirected stdout as
 # they are printed (line-buffered).
 # Usage: signals_test.sh CPUFT MAKE_TINY_MODEL MPIRUN
@@ -17,7 +18,8 @@ pass() { passes=$((passes + 1)); }
 printf 'sentence\tlabel\n' >"$work/train.tsv"
 for i in $(seq 200); do printf 'the movie is good %d\t1\nthe film is bad %d\t0\n' "$i" "$i" >>"$work/train.tsv"; done
 flags=(train --model_name_or_path "$work/model" --train_file "$work/train.tsv" --do_train
-       --num_train_epochs 1000 --logging_steps 1 --save_strategy no --max_seq_length 16)
+       --num_train_epochs 1000 --logging_steps 1 --save_strategy no --max_seq_length 16
+       --lr_scheduler_type constant)  # constant: a resumed run with fewer steps is comparable
 
 # run_until_step3 NAME SIGNAL [LAUNCHER...]: starts a long run, sends SIGNAL once step 3 is logged.
 run_and_signal() {
@@ -48,6 +50,17 @@ checkpoint="$work/term/checkpoint-$step"
   --resume_from_checkpoint "$checkpoint" >"$work/resume.log" 2>&1 &&
   grep -q "resumed from $checkpoint at step $step" "$work/resume.log" && pass ||
   fail "resume after SIGTERM: $(tail -3 "$work/resume.log")"
+# ... to the weights of a run never stopped, bit for bit.
+"$cpuft" "${flags[@]}" --output_dir "$work/unbroken" --max_steps $((step + 2)) \
+  >"$work/unbroken.log" 2>&1 && cmp -s "$work/term/model.safetensors" "$work/unbroken/model.safetensors" &&
+  pass || fail "resumed after SIGTERM: weights differ from an unbroken run's"
+
+# 1b. --stop_exit_zero: the same stop, exit 0 (for job scripts that requeue on success).
+flags+=(--stop_exit_zero)
+run_and_signal term0 TERM
+[ "$code" = 0 ] && grep -q "^stopped by SIGTERM after step" "$work/term0.err" && pass ||
+  fail "--stop_exit_zero: exit $code: $(cat "$work/term0.err")"
+unset 'flags[${#flags[@]}-1]'
 
 # 2. SIGINT (Ctrl-C): exit 130.
 run_and_signal int INT
