@@ -87,9 +87,9 @@ struct TrainConfig {
   // A run stopped by SIGTERM/SIGINT/SIGUSR1 (checkpoint saved) exits 0 instead of 128 + signal:
   // for job scripts that requeue on success.
   bool stop_exit_zero = false;
-  double dist_timeout = 300;          // seconds a collective may take before the run fails
-  std::string timeline_dir;           // write chrome://tracing timelines here (one per rank)
-  int local_rank = -1;                // as given by --local_rank; checked against the launcher
+  double dist_timeout = 300;  // seconds a collective may take before the run fails
+  std::string timeline_dir;   // write chrome://tracing timelines here (one per rank)
+  int local_rank = -1;        // as given by --local_rank; checked against the launcher
 
   bool disable_tqdm = false;  // no progress bar; without it the bar shows when stderr is a tty
   bool save_logits = false;   // also write predict_logits_<task>.tsv (cpuft addition)
