@@ -5,7 +5,7 @@
 #      newest checkpoint-N is whole and the next start resumes from it, and that start removes
 #      what the killed run left half-written (and says so), so no .tmp debris survives it;
 #   2. a second run on a folder in use exits 1 with the lock's one line (under mpirun, every rank
-#      stops) and the first completes.
+#      stops) while the first trains on; SIGTERM then stops the first cleanly and frees the folder.
 # Usage: kill_during_save_test.sh CPUFT MAKE_TINY_MODEL [MPIRUN (Open MPI)]
 #        (environment: KILLS=N kills instead of 24, KILL_TEST_SEED=S repeats a sequence of kills)
 set -uo pipefail
@@ -110,11 +110,13 @@ echo "kill loop (seed $seed): $kills SIGKILLs in $((SECONDS - start)) s; $left_d
 [ "$left_debris" -gt 0 ] && pass || fail "no kill landed in a save: the loop tested nothing"
 
 # 2. A second run on a folder in use: exit 1, one line naming the first's pid and host; under
-#    mpirun -np 2 both ranks stop (rank 0 with the lock's line, rank 1 naming it); the first run
-#    completes (6000 steps: seconds, beyond both refusals even on a loaded machine).
+#    mpirun -np 2 both ranks stop (rank 0 with the lock's line, rank 1 naming it). The first run
+#    has steps for far longer than the test (a fixed step count finished before the refusals on a
+#    fast machine: the tiny model trains thousands of steps a second), and is stopped by SIGTERM
+#    once both refusals are checked: it saves its checkpoint, exits 0 and leaves no lock.
 shared="$work/shared"
-"$cpuft" "${flags[@]}" --save_strategy no --max_steps 6000 --logging_steps 100 --output_dir "$shared" \
-  >"$work/first.log" 2>&1 &
+"$cpuft" "${flags[@]}" --save_strategy no --max_steps 1000000000 --logging_steps 1000 \
+  --stop_exit_zero --output_dir "$shared" >"$work/first.log" 2>&1 &
 first=$!
 wait_for "$work/first.log" "^step " "$first" || fail "the first run did not start: $(tail -3 "$work/first.log")"
 "$cpuft" "${flags[@]}" --save_strategy no --output_dir "$shared" --overwrite_output_dir \
@@ -133,7 +135,10 @@ if [ -n "$mpirun" ]; then
     pass || fail "second run under mpirun: exit $code: $(cat "$work/mpirun.err")"
 fi
 kill -0 "$first" 2>/dev/null && pass || fail "the first run ended before the second ones were refused"
-wait "$first" && [ -s "$shared/model.safetensors" ] && [ ! -e "$shared/.cpuft.lock" ] && pass ||
+kill -TERM "$first" 2>/dev/null
+wait "$first" && grep -q "^stopped by SIGTERM after step [0-9]* of 1000000000: resume with" "$work/first.log" &&
+  [ -n "$(ls -d "$shared"/checkpoint-* 2>/dev/null)" ] && [ -z "$(out=$shared debris)" ] &&
+  [ ! -e "$shared/.cpuft.lock" ] && pass ||
   fail "the first run: $(tail -3 "$work/first.log"); $(ls -A "$shared")"
 
 echo "$passes passed, $failures failed"

@@ -13,6 +13,18 @@
 // distance between bf16 and fp32 on these fixtures (logits 3.8-5.3e-3, gradients >= 2.9e-3), which
 // the forward tests also check, so running the products in fp32 (or rounding the wrong operand)
 // fails. Measured: logits 1.3-1.6e-7, gradients <= 1.8e-5.
+//
+// Flips do happen, and which ones depends on the CPU: oneDNN sums a bf16 product's fp32 terms in
+// another order with AMX tiles than with AVX512_BF16 dot products, so the fp32 values entering the
+// next rounding differ in the last bits between the two. On a Xeon with AMX the DistilBERT and
+// RoBERTa fixtures each meet one (all pass with ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 on the same
+// machine): DistilBERT's moves its logits by 8.9e-6 and its layer-0 gradients by up to 5.5e-4,
+// RoBERTa's (in backward) the embedding and layer-0 gradients by up to 4.8e-4, and the weights
+// after 3 steps by up to 1.8e-5. A flip moves one token's values, so its effect stays a small share
+// of bf16's own effect on the same tensor (the distance between the bf16 and fp32 references):
+// measured at most 5.0% for gradients and 9.6% for the weights after 3 steps, where a product
+// computed in fp32 or a wrong operand rounded is 100% of it. So each comparison allows the larger
+// of its tolerance and kFlipShare of that distance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,6 +52,8 @@ constexpr double kBf16Tolerance = 2e-4;
 constexpr double kBf16GradFloorOfGlobalNorm = 1e-6;
 // The fp32 results must lie at least this many tolerances away from the bf16 reference.
 constexpr double kMinSeparation = 5;
+// The share of bf16's own effect (bf16 reference vs fp32 reference) that rounding flips may cost.
+constexpr double kFlipShare = 0.25;
 
 // The fp32 fixture (init weights, batch, hyper-parameters) loaded into a bf16 model, with its bf16
 // reference beside it.
@@ -67,7 +81,7 @@ void check_forward_and_gradients(const std::string& fp32_name, const std::string
   const double err = relative_l2(t.model.logits(), want.data(), n);
   const double separation = relative_l2(fp32.data(), want.data(), n);
   std::printf("logits: bf16 vs reference %.3g, fp32 vs reference %.3g\n", err, separation);
-  EXPECT_LE(err, kBf16Tolerance);
+  EXPECT_LE(err, std::max(kBf16Tolerance, kFlipShare * separation));
   EXPECT_GE(separation, kMinSeparation * kBf16Tolerance)
       << "the fixture cannot tell bf16 from fp32";
   const float want_loss = t.bf16_ref.read_f32("output.loss")[0];
@@ -75,7 +89,7 @@ void check_forward_and_gradients(const std::string& fp32_name, const std::string
 
   t.model.backward(t.p, t.g);
   const double global_norm = t.bf16_ref.read_f32("grad_norm.step0")[0];
-  double worst = 0, worst_sep = 1e30;
+  double worst = 0, worst_share = 0, worst_sep = 1e30;
   for (const ParamSpec& spec : t.layout.specs()) {
     const std::vector<float> ref = t.bf16_ref.read_f32("grad." + spec.name);
     const std::vector<float> ref32 = t.file.read_f32("grad." + spec.name);
@@ -83,22 +97,26 @@ void check_forward_and_gradients(const std::string& fp32_name, const std::string
     const double norm = l2(ref.data(), spec.numel);
     const double floor = kBf16GradFloorOfGlobalNorm * global_norm;
     const double e = relative_l2(ours, ref.data(), spec.numel) * norm;
-    EXPECT_LE(e, kBf16Tolerance * norm + floor) << spec.name;
+    const double sep = relative_l2(ref32.data(), ref.data(), spec.numel) * norm;
+    EXPECT_LE(e, std::max(kBf16Tolerance * norm, kFlipShare * sep) + floor) << spec.name;
     if (norm > 1e-3 * global_norm) {
       worst = std::max(worst, e / norm);
-      worst_sep = std::min(worst_sep, relative_l2(ref32.data(), ref.data(), spec.numel));
+      worst_share = std::max(worst_share, e / sep);
+      worst_sep = std::min(worst_sep, sep / norm);
     }
   }
-  std::printf("gradients: worst bf16 vs reference %.3g, closest fp32 vs reference %.3g\n", worst,
-              worst_sep);
+  std::printf(
+      "gradients: worst bf16 vs reference %.3g (%.3g of bf16's effect), closest fp32 vs "
+      "reference %.3g\n",
+      worst, worst_share, worst_sep);
   EXPECT_GE(worst_sep, kMinSeparation * kBf16Tolerance)
       << "some gradient cannot tell bf16 from fp32 on this fixture";
 }
 
 // The losses of steps 1 and 2 are computed from updated weights, so a bf16 copy left stale after a
-// step fails them; the weights after 3 steps match within 1e-5 relative L2; the unused embedding
-// rows and key.bias are checked as in the fp32 golden test (golden_model.h, ZeroGradientWatch): the
-// bf16 products do not touch them.
+// step fails them; the weights after 3 steps match within 1e-5 relative L2 (or kFlipShare of bf16's
+// effect); the unused embedding rows and key.bias are checked as in the fp32 golden test
+// (golden_model.h, ZeroGradientWatch): the bf16 products do not touch them.
 void check_three_adamw_steps(const std::string& fp32_name, const std::string& bf16_name) {
   SKIP_WITHOUT_BF16();
   Bf16Golden t(fp32_name, bf16_name);
@@ -117,7 +135,9 @@ void check_three_adamw_steps(const std::string& fp32_name, const std::string& bf
     // Zero-gradient tensors: rounding noise amplified by AdamW, checked by the watch below.
     if (contains(zero, spec.name)) continue;
     const std::vector<float> ref = t.bf16_ref.read_f32("step3." + spec.name);
-    EXPECT_LE(relative_l2(t.params.data() + spec.offset, ref.data(), spec.numel), 1e-5)
+    const std::vector<float> ref32 = t.file.read_f32("step3." + spec.name);
+    EXPECT_LE(relative_l2(t.params.data() + spec.offset, ref.data(), spec.numel),
+              std::max(1e-5, kFlipShare * relative_l2(ref32.data(), ref.data(), spec.numel)))
         << spec.name;
   }
   EXPECT_GT(watch.unused_row_count(), 0) << "the fixture has no unused embedding rows";
