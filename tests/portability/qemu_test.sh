@@ -3,7 +3,8 @@
 # TCG has AVX2 and FMA but no AVX-512) emulating a Haswell without TSX, the oldest CPU of the
 # x86-64-v3 baseline. `cpuft env` must pick the reference kernels, CPUFT_FORCE_ISA=avx512 must be
 # refused in one line, and the unit test binaries given must pass: an AVX-512 instruction on any
-# path they run is SIGILL under the emulator, whatever CPU the host has. Skipped (77) without
+# path they run is SIGILL under the emulator, whatever CPU the host has. Under a Westmere (no AVX)
+# cpuft must refuse in one line (apps/cpu_level_check.cc), not die with SIGILL. Skipped (77) without
 # qemu-x86_64 or the binaries.
 #
 # usage: qemu_test.sh [--skip REASON] CPUFT TEST[:GTEST_FILTER]...
@@ -48,6 +49,14 @@ if out=$(CPUFT_FORCE_ISA=avx512 run "$cpuft" env 2>&1); then
   fail "CPUFT_FORCE_ISA=avx512 accepted on a CPU without AVX-512: $out"
 fi
 grep -q "lacks AVX-512" <<<"$out" || fail "CPUFT_FORCE_ISA=avx512 refused without the reason: $out"
+
+# A CPU below the baseline (Westmere: SSE4.2, no AVX) gets one line and exit 1, not SIGILL.
+code=0
+out=$("$qemu" -cpu Westmere "$cpuft" env 2>&1) || code=$?
+out=$(grep -v "TCG doesn't support requested feature" <<<"$out" || true)
+[ "$code" = 1 ] && [ "$(wc -l <<<"$out")" = 1 ] &&
+  grep -q "^error: this cpuft binary was built for x86-64-v3 CPUs and this CPU is older" <<<"$out" ||
+  fail "cpuft env under qemu -cpu Westmere: exit $code: $out"
 
 for test in "$@"; do
   binary=${test%%:*}
