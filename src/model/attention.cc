@@ -102,4 +102,76 @@ void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, cons
   }
 }
 
+void first_query_attention_forward(float* ctx, float* probs, const float* q, const float* kv,
+                                   const int64_t* seq_offsets, const int64_t* sample_ids, int64_t B,
+                                   const AttentionDims& dims, float dropout_p, RngKey key,
+                                   float* scratch, int64_t scratch_per_thread) {
+  CPUFT_PROFILE("attention_first.fwd");
+  const KernelTable& k = kernels();
+  const int64_t D = dims.D, H = dims.H, Dh = dims.Dh, ld_kv = 2 * D;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t block = 0; block < B * H; ++block) {
+    const int64_t s = block / H, h = block % H;
+    const int64_t start = seq_offsets[s], T = seq_offsets[s + 1] - start;
+    const float* q_row = q + s * D + h * Dh;        // (1, Dh)
+    const float* kk = kv + start * ld_kv + h * Dh;  // (T, Dh), ld 2D
+    const float* v = kk + D;                        // (T, Dh), ld 2D
+    float* p = probs + H * start + h * T;           // (1, T)
+    // scores = q K^T / sqrt(Dh); then softmax over keys.
+    strided_gemm(false, true, 1, T, Dh, scale, q_row, D, kk, ld_kv, 0.0f, p, T);
+    k.softmax_forward(p, p, 1, T);
+    const float* p_used = p;
+    if (dropout_p > 0) {
+      float* p_drop = scratch + omp_get_thread_num() * scratch_per_thread;
+      k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T);
+      p_used = p_drop;
+    }
+    // ctx = p V  -> (1, Dh) at columns h*Dh of ctx row s (ld D).
+    strided_gemm(false, false, 1, Dh, T, 1.0f, p_used, T, v, ld_kv, 0.0f, ctx + s * D + h * Dh, D);
+  }
+}
+
+void first_query_attention_backward(float* d_q, float* d_kv, const float* d_ctx, const float* q,
+                                    const float* kv, const float* probs, const int64_t* seq_offsets,
+                                    const int64_t* sample_ids, int64_t B, const AttentionDims& dims,
+                                    float dropout_p, RngKey key, float* scratch,
+                                    int64_t scratch_per_thread) {
+  CPUFT_PROFILE("attention_first.bwd");
+  const KernelTable& k = kernels();
+  const int64_t D = dims.D, H = dims.H, Dh = dims.Dh, ld_kv = 2 * D;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t block = 0; block < B * H; ++block) {
+    const int64_t s = block / H, h = block % H;
+    const int64_t start = seq_offsets[s], T = seq_offsets[s + 1] - start;
+    const float* q_row = q + s * D + h * Dh;
+    const float* kk = kv + start * ld_kv + h * Dh;
+    const float* v = kk + D;
+    float* d_q_row = d_q + s * D + h * Dh;
+    float* d_k = d_kv + start * ld_kv + h * Dh;
+    float* d_v = d_k + D;
+    const float* d_c = d_ctx + s * D + h * Dh;  // (1, Dh)
+    const float* p = probs + H * start + h * T;
+    float* thread_scratch = scratch + omp_get_thread_num() * scratch_per_thread;
+    float* d_p = thread_scratch;  // (1, T)
+    const float* p_used = p;
+    if (dropout_p > 0) {  // regenerate the forward's dropped probabilities
+      float* p_drop = thread_scratch + T;
+      k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T);
+      p_used = p_drop;
+    }
+    // undo ctx = p_used V:  d_V = p_used^T d_ctx (an outer product),  d_p_used = d_ctx V^T
+    strided_gemm(true, false, T, Dh, 1, 1.0f, p_used, T, d_c, D, 0.0f, d_v, ld_kv);
+    strided_gemm(false, true, 1, T, Dh, 1.0f, d_c, D, v, ld_kv, 0.0f, d_p, T);
+    // undo dropout, then softmax: d_scores = p * (d_p - sum(d_p * p))
+    if (dropout_p > 0)
+      k.dropout_backward(d_p, d_p, dropout_p, block_key(key, sample_ids, s, H, h), T);
+    k.softmax_backward(d_p, d_p, p, 1, T);
+    // undo scores = q K^T * scale:  d_q = d_s K * scale,  d_K = d_s^T q * scale
+    strided_gemm(false, false, 1, Dh, T, scale, d_p, T, kk, ld_kv, 0.0f, d_q_row, D);
+    strided_gemm(true, false, T, Dh, 1, scale, d_p, T, q_row, D, 0.0f, d_k, ld_kv);
+  }
+}
+
 }  // namespace cpuft

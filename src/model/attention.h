@@ -38,4 +38,21 @@ void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, cons
                         const int64_t* sample_ids, int64_t B, const AttentionDims& dims,
                         float dropout_p, RngKey key, float* scratch, int64_t scratch_per_thread);
 
+// The same for the first query row of each sequence only (model/first_token_layer.h): q (B, D)
+// holds each sequence's first query, kv (N, 2D) every token's key (columns [0, D)) and value
+// ([D, 2D)). ctx (B, D); probs: block (s, h) is the T_s probabilities of that query at
+// H * seq_offsets[s] + h * T_s. Dropout masks are the first T_s of the full block's (the first
+// row of attention_forward's). scratch: per OpenMP thread, 2 * T_max floats.
+void first_query_attention_forward(float* ctx, float* probs, const float* q, const float* kv,
+                                   const int64_t* seq_offsets, const int64_t* sample_ids, int64_t B,
+                                   const AttentionDims& dims, float dropout_p, RngKey key,
+                                   float* scratch, int64_t scratch_per_thread);
+
+// d_q (B, D) and d_kv (N, 2D) overwritten from d_ctx (B, D).
+void first_query_attention_backward(float* d_q, float* d_kv, const float* d_ctx, const float* q,
+                                    const float* kv, const float* probs, const int64_t* seq_offsets,
+                                    const int64_t* sample_ids, int64_t B, const AttentionDims& dims,
+                                    float dropout_p, RngKey key, float* scratch,
+                                    int64_t scratch_per_thread);
+
 }  // namespace cpuft

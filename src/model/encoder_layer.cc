@@ -11,13 +11,6 @@ void add_into(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-namespace {
-
-// The four weights as product inputs: fp32, plus the bf16 copy when there is one.
-struct LayerWeights {
-  Operand qkv, attn_out, ffn_in, ffn_out;
-};
-
 LayerWeights layer_weights(const LayerParams& p, const LayerBf16Weights* b) {
   if (b == nullptr) return {{p.qkv_w}, {p.attn_out_w}, {p.ffn_in_w}, {p.ffn_out_w}};
   return {{p.qkv_w, b->qkv_w},
@@ -26,15 +19,11 @@ LayerWeights layer_weights(const LayerParams& p, const LayerBf16Weights* b) {
           {p.ffn_out_w, b->ffn_out_w}};
 }
 
-// x (n elements) as a product input: itself, and in bf16 also rounded into `storage` (nullptr in
-// fp32, where nothing is rounded).
 Operand as_input(const float* x, bf16* storage, int64_t n) {
   if (storage == nullptr) return {x};
   kernels().round_to_bf16(storage, x, n);
   return {x, storage};
 }
-
-}  // namespace
 
 void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParams& p,
                            const LayerBf16Weights* w_b, const EncoderPlans& plans,

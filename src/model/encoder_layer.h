@@ -103,6 +103,17 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
                             const EncoderScratch& scratch);
 
+// The four weights as product inputs: fp32, plus the bf16 copy when there is one (b: nullptr in
+// fp32).
+struct LayerWeights {
+  Operand qkv, attn_out, ffn_in, ffn_out;
+};
+LayerWeights layer_weights(const LayerParams& p, const LayerBf16Weights* b);
+
+// x (n elements) as a product input: itself, and in bf16 also rounded into `storage` (nullptr in
+// fp32, where nothing is rounded).
+Operand as_input(const float* x, bf16* storage, int64_t n);
+
 // y += x over n elements (the residual branch's gradient).
 void add_into(float* y, const float* x, int64_t n);
 

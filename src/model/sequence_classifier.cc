@@ -8,6 +8,7 @@
 #include "kernels/kernels.h"
 #include "model/encoder_layer.h"
 #include "model/family.h"
+#include "model/first_token_layer.h"
 #include "model/packed_dropout.h"
 
 namespace cpuft {
@@ -54,10 +55,13 @@ struct ClassifierBuffers {
   float* d_emb_drop;               // (N, E)
   float* d_emb_sum;                // (N, E)
   float* h0;                       // (N, D) encoder input
-  std::vector<LayerActivations> layers;
+  std::vector<LayerActivations> layers;  // all but the last layer
+  // The last layer, for the first token of each sequence only (model/first_token_layer.h): the
+  // head reads nothing else.
+  FirstTokenActivations last{};  // value-initialized: the bf16 pointers stay nullptr in fp32
   // Head on the first token of each sequence:
   //   logits = out(dropout(act(dense(dropout?(first)))))
-  float* head_in;       // (B, D) first-token rows of the last layer
+  float* head_in;       // (B, D) the last layer's output (first-token rows)
   float* head_in_drop;  // (B, D) after the input dropout (families with one); else = head_in
   float* head_pre;      // (B, D) dense output before the activation
   float* head_act;      // (B, D)
@@ -93,7 +97,7 @@ struct ClassifierBuffers {
     emb_drop = c.has_embedding_projection() ? a.take(N * E) : h0;
     d_emb_drop = a.take(N * E);
     d_emb_sum = a.take(N * E);
-    layers.resize(static_cast<size_t>(c.num_hidden_layers));
+    layers.resize(static_cast<size_t>(c.num_hidden_layers - 1));
     for (LayerActivations& l : layers) {
       l.qkv = a.take(N * 3 * D);
       l.probs = a.take(probs);
@@ -109,6 +113,21 @@ struct ClassifierBuffers {
       l.ln2_rstd = a.take(N);
       l.out = a.take(N * D);
     }
+    last.x_first = a.take(B * D);
+    last.kv = a.take(N * 2 * D);
+    last.q = a.take(B * D);
+    last.probs = a.take(H * N);
+    last.ctx = a.take(B * D);
+    last.s1 = a.take(B * D);
+    last.ln1_mean = a.take(B);
+    last.ln1_rstd = a.take(B);
+    last.h1 = a.take(B * D);
+    last.ffn_pre = a.take(B * F);
+    last.ffn_act = a.take(B * F);
+    last.s2 = a.take(B * D);
+    last.ln2_mean = a.take(B);
+    last.ln2_rstd = a.take(B);
+    last.out = a.take(B * D);
     head_in = a.take(B * D);
     head_in_drop = family_spec(c.family).head_input_dropout ? a.take(B * D) : head_in;
     head_pre = a.take(B * D);
@@ -130,7 +149,8 @@ struct ClassifierBuffers {
 
   // Carves the bf16 buffers (bf16 models only); with base == nullptr only counts elements.
   int64_t carve_bf16(const ModelConfig& c, const ModelLimits& limits, bf16* base) {
-    const int64_t N = limits.max_tokens, D = c.hidden_size, F = c.intermediate_size;
+    const int64_t N = limits.max_tokens, B = limits.max_sequences;
+    const int64_t D = c.hidden_size, F = c.intermediate_size;
     ArenaCarver<bf16> a(base);
     for (LayerActivations& l : layers) {
       l.x_b = a.take(N * D);
@@ -138,6 +158,11 @@ struct ClassifierBuffers {
       l.h1_b = a.take(N * D);
       l.act_b = a.take(N * F);
     }
+    last.x_b = a.take(N * D);
+    last.x_first_b = a.take(B * D);
+    last.ctx_b = a.take(B * D);
+    last.h1_b = a.take(B * D);
+    last.act_b = a.take(B * F);
     scratch.grad_b = a.take(N * std::max(3 * D, F));
     return a.used();
   }
@@ -151,6 +176,9 @@ struct SequenceClassifier::State : ClassifierBuffers {
                           "ffn_in"),
               LinearPlans(limits.max_tokens, c.intermediate_size, c.hidden_size, precision,
                           "ffn_out")},
+        first_plans{
+            LinearPlans(limits.max_tokens, c.hidden_size, 2 * c.hidden_size, precision, "kv"),
+            LinearPlans(limits.max_sequences, c.hidden_size, c.hidden_size, precision, "q_first")},
         head_dense(limits.max_sequences, c.hidden_size, c.hidden_size, MatmulPrecision::f32,
                    "head_dense"),
         head_out(limits.max_sequences, c.hidden_size, c.num_labels, MatmulPrecision::f32,
@@ -164,6 +192,7 @@ struct SequenceClassifier::State : ClassifierBuffers {
   }
 
   EncoderPlans plans;
+  FirstTokenPlans first_plans;  // the last layer's products beyond `plans`
   // The head stays fp32: its products are (B, D) x (D, D) and smaller, a negligible share.
   LinearPlans head_dense, head_out;
   // ELECTRA's (N, E) -> (N, D) projection of the embeddings (fp32, as the head), or nullptr.
@@ -227,6 +256,17 @@ namespace {
 
 RngKey dropout_key(const StepContext& ctx, uint32_t layer, uint32_t site) {
   return RngKey{ctx.seed, dropout_stream(ctx.step, layer, site)};
+}
+
+// The dropout streams of encoder layer l.
+struct LayerKeys {
+  RngKey keys[3];
+};
+LayerKeys layer_keys(const StepContext& ctx, size_t l) {
+  const uint32_t layer = static_cast<uint32_t>(l);
+  return LayerKeys{{dropout_key(ctx, layer, kAttentionProbs),
+                    dropout_key(ctx, layer, kAttentionOutput),
+                    dropout_key(ctx, layer, kFfnOutput)}};
 }
 
 EncoderDims encoder_dims(const ModelConfig& c, bool training) {
@@ -324,20 +364,20 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
       s.embedding_projection->forward(s.h0, s.emb_drop, p.emb_proj_w, p.emb_proj_b, N);
   }
 
-  // Encoder layers
+  // Encoder layers; the last one for the first tokens only, (N, D) -> (B, D)
   const float* x = s.h0;
   for (size_t l = 0; l < s.layers.size(); ++l) {
-    const uint32_t layer = static_cast<uint32_t>(l);
-    const RngKey keys[3] = {dropout_key(context, layer, kAttentionProbs),
-                            dropout_key(context, layer, kAttentionOutput),
-                            dropout_key(context, layer, kFfnOutput)};
-    encoder_layer_forward(s.layers[l], x, p.layers[l], s.bf16_layer(l), s.plans, packed, dims, keys,
-                          s.scratch);
+    const LayerKeys keys = layer_keys(context, l);
+    encoder_layer_forward(s.layers[l], x, p.layers[l], s.bf16_layer(l), s.plans, packed, dims,
+                          keys.keys, s.scratch);
     x = s.layers[l].out;
   }
+  const size_t last = s.layers.size();
+  first_token_layer_forward(s.last, x, p.layers[last], s.bf16_layer(last), s.plans, s.first_plans,
+                            packed, dims, layer_keys(context, last).keys, s.scratch);
 
   // Head on the first token: logits = out(dropout(act(dense(dropout?(first)))))
-  for (int64_t i = 0; i < B; ++i) std::copy_n(x + batch.seq_offsets[i] * D, D, s.head_in + i * D);
+  std::copy_n(s.last.out, B * D, s.head_in);
   const float head_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
   if (family.head_input_dropout)
     packed_dropout_forward(k, s.head_in_drop, s.head_in, head_dropout,
@@ -408,21 +448,21 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
     packed_dropout_backward(k, s.d_head_in, s.d_head_in, head_dropout,
                             dropout_key(context, kClassifierDropoutLayer, kHeadInputSite),
                             head_rows);
+  // The last layer, from the first tokens' gradient (B, D) to its input's (N, D)
+  const size_t last = s.layers.size();
   float* d_out = s.d_hidden[0];
-  std::fill_n(d_out, N * D, 0.0f);
-  for (int64_t i = 0; i < B; ++i)
-    std::copy_n(s.d_head_in + i * D, D, d_out + batch.seq_offsets[i] * D);
+  first_token_layer_backward(d_out, s.d_head_in, last == 0 ? s.h0 : s.layers[last - 1].out, s.last,
+                             p.layers[last], g.layers[last], s.bf16_layer(last), s.plans,
+                             s.first_plans, packed, dims, layer_keys(context, last).keys,
+                             s.scratch);
+  ready(static_cast<int>(last));
 
   for (int l = static_cast<int>(s.layers.size()) - 1; l >= 0; --l) {
-    const uint32_t layer = static_cast<uint32_t>(l);
-    const RngKey keys[3] = {dropout_key(context, layer, kAttentionProbs),
-                            dropout_key(context, layer, kAttentionOutput),
-                            dropout_key(context, layer, kFfnOutput)};
     const float* x = l == 0 ? s.h0 : s.layers[l - 1].out;
     float* d_x = s.d_hidden[(s.layers.size() - l) % 2];
     encoder_layer_backward(d_x, d_out, x, s.layers[l], p.layers[l], g.layers[l],
-                           s.bf16_layer(static_cast<size_t>(l)), s.plans, packed, dims, keys,
-                           s.scratch);
+                           s.bf16_layer(static_cast<size_t>(l)), s.plans, packed, dims,
+                           layer_keys(context, static_cast<size_t>(l)).keys, s.scratch);
     ready(l);
     d_out = d_x;
   }
