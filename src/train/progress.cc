@@ -22,7 +22,8 @@ std::string format_duration(double seconds) {
   return buffer;
 }
 
-void Progress::update(int64_t step, double loss, double samples_per_second) {
+void Progress::update(int64_t step, double loss, double samples_per_second,
+                      double tokens_per_second) {
   if (!enabled_) return;
   const double elapsed = watch_.seconds();
   const double eta =
@@ -32,9 +33,10 @@ void Progress::update(int64_t step, double loss, double samples_per_second) {
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(width, '.');
   char line[200];
-  std::snprintf(line, sizeof line, "\r[%s] %lld/%lld  loss %.4f  %.1f samples/s  ETA %s   ",
+  std::snprintf(line, sizeof line,
+                "\r[%s] %lld/%lld  loss %.4f  %.1f samples/s  %.0f tokens/s  ETA %s   ",
                 bar.c_str(), static_cast<long long>(step), static_cast<long long>(total_), loss,
-                samples_per_second, format_duration(eta).c_str());
+                samples_per_second, tokens_per_second, format_duration(eta).c_str());
   last_ = line;
   std::fputs(line, stderr);
   std::fflush(stderr);

@@ -12,7 +12,7 @@ namespace cpuft {
 class Progress {
  public:
   Progress(int64_t total_steps, bool enabled) : total_(total_steps), enabled_(enabled) {}
-  void update(int64_t step, double loss, double samples_per_second);
+  void update(int64_t step, double loss, double samples_per_second, double tokens_per_second);
   // Prints a line above the bar.
   void message(const std::string& text);
   void finish();

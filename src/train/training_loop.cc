@@ -141,6 +141,21 @@ const char* signal_name(int signal) {
   return "a signal";
 }
 
+// One line at the end of training: the work padding would have cost. run_glue.py pads every
+// sequence to --max_seq_length unless --pad_to_max_length False; cpuft computes real tokens only.
+void report_padding_avoided(Trainer::State& s, int64_t local_tokens, int64_t local_sequences) {
+  const double tokens = mean_over_ranks(s, static_cast<double>(local_tokens));
+  const double sequences = mean_over_ranks(s, static_cast<double>(local_sequences));
+  const double padded = sequences * static_cast<double>(s.cfg.max_seq_length);
+  if (padded <= 0) return;
+  const int world = s.dist.world_size();
+  s.info(str("padding avoided: ", static_cast<int64_t>(std::llround(tokens * world)),
+             " real tokens trained; padded to --max_seq_length ", s.cfg.max_seq_length,
+             " (run_glue.py's default) the batches would hold ",
+             static_cast<int64_t>(std::llround(padded * world)), ", ",
+             round_to(100.0 * (1.0 - tokens / padded), 1), "% of them padding"));
+}
+
 // Fine-tunes for max_steps optimizer steps, logging, evaluating and saving checkpoints on the way
 // as the strategies say; then writes the model, config, tokenizer and train_results.json.
 // Returns train_results.
@@ -195,6 +210,10 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   std::vector<Batch> micro_batches(static_cast<size_t>(c.gradient_accumulation_steps));
   double loss_since_log = 0, train_loss_sum = 0, overlap_sum = 0;
   int64_t steps_since_log = 0, samples_seen = 0;
+  // This rank's real tokens and sequences, since the last log line and in all: the speed in the
+  // log, and the padding a padded batch would have computed (the summary at the end).
+  int64_t tokens_since_log = 0, samples_since_log = 0, local_tokens = 0, local_sequences = 0;
+  Stopwatch log_watch;
   double last_grad_norm = 0;
   const uint64_t data_seed = c.data_seed >= 0 ? static_cast<uint64_t>(c.data_seed) : c.seed;
   bool done = s.global_step >= s.max_steps;
@@ -231,10 +250,14 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
           train_step.run(s.global_step, {micro_batches.data(), static_cast<size_t>(micros)},
                          schedule.lr(s.global_step));
       stop_if_not_finite(s, step);
-      for (int64_t m = 0; m < micros; ++m)
-        s.total_flos += 6.0 * s.dense_params *
-                        static_cast<double>(micro_batches[static_cast<size_t>(m)].num_tokens()) *
-                        world;
+      for (int64_t m = 0; m < micros; ++m) {
+        const Batch& batch = micro_batches[static_cast<size_t>(m)];
+        s.total_flos += 6.0 * s.dense_params * static_cast<double>(batch.num_tokens()) * world;
+        tokens_since_log += batch.num_tokens();
+        samples_since_log += batch.num_sequences();
+        local_tokens += batch.num_tokens();
+        local_sequences += batch.num_sequences();
+      }
       if (s.reducer) overlap_sum += s.reducer->last_stats().overlap_ratio;
       last_grad_norm = step.grad_norm;
       ++s.global_step;
@@ -245,7 +268,8 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       done = s.global_step >= s.max_steps;
       const bool epoch_end = first_batch + micros == epoch_batches;
       progress.update(s.global_step, step.loss,
-                      static_cast<double>(samples_seen) / run_watch.seconds());
+                      static_cast<double>(samples_seen) / run_watch.seconds(),
+                      static_cast<double>(local_tokens * world) / run_watch.seconds());
 
       const bool log_due =
           log_cadence.due(s.global_step, epoch_end) || (c.logging_first_step && s.global_step == 1);
@@ -253,10 +277,18 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
         // The logged loss is the mean over ranks: one small all-reduce per log line, not per step
         // (every rank takes the same logging decisions).
         loss_since_log = mean_over_ranks(s, loss_since_log);
+        // Speed since the last log line, all ranks: real tokens (no padding) and sequences.
+        const double seconds = log_watch.seconds();
+        const double tokens_per_second =
+            mean_over_ranks(s, static_cast<double>(tokens_since_log)) * world / seconds;
+        const double samples_per_second =
+            mean_over_ranks(s, static_cast<double>(samples_since_log)) * world / seconds;
         json entry = {{"loss", round_to(loss_since_log / static_cast<double>(steps_since_log), 4)},
                       {"grad_norm", last_grad_norm},
                       {"learning_rate", schedule.lr(s.global_step)},
                       {"epoch", round_to(s.epoch, 4)},
+                      {"samples_per_second", round_to(samples_per_second, 2)},
+                      {"tokens_per_second", round_to(tokens_per_second, 1)},
                       {"step", s.global_step}};
         if (s.reducer)
           entry["overlap_ratio"] = round_to(overlap_sum / static_cast<double>(steps_since_log), 3);
@@ -264,8 +296,13 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
         if (!tty)
           s.info(str("step ", s.global_step, "/", s.max_steps, "  loss ",
                      loss_since_log / static_cast<double>(steps_since_log), "  lr ",
-                     schedule.lr(s.global_step), "  epoch ", round_to(s.epoch, 2)));
+                     schedule.lr(s.global_step), "  epoch ", round_to(s.epoch, 2), "  ",
+                     round_to(samples_per_second, 1), " samples/s  ",
+                     round_to(tokens_per_second, 0), " tokens/s"));
         loss_since_log = 0;
+        tokens_since_log = 0;
+        samples_since_log = 0;
+        log_watch.reset();
         overlap_sum = 0;
         steps_since_log = 0;
       }
@@ -293,6 +330,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
     }
   }
   progress.finish();
+  report_padding_avoided(s, local_tokens, local_sequences);
   load_best_model(s);
   train_loss_sum = mean_over_ranks(s, train_loss_sum);
   const double runtime = run_watch.seconds();
