@@ -115,6 +115,7 @@ int run(int argc, char** argv) {
       static_cast<long long>(config.hidden_size), static_cast<long long>(config.intermediate_size),
       batch_size, pad_to > 0 ? "padded" : "packed", bf16 ? "bf16 products" : "fp32", threads,
       kernels().isa, onednn_version_string());
+  std::printf("CPU: %s\n", cpu_model_string().c_str());
   std::printf("median of %d steps: step %.3f s = forward %.3f + backward %.3f + optimizer %.3f\n",
               steps, median(t_step), median(t_forward), median(t_backward), median(t_optimizer));
   if (peak > 0)
@@ -123,9 +124,15 @@ int run(int argc, char** argv) {
   else
     std::printf("model FLOP/s: %.1f GFLOP/s; no AVX-512, so no measured peak and no MFU\n", gflops);
   if (bf16) {
-    const double bf16_peak = measure_bf16_dot_peak_gflops(threads);
+    // oneDNN runs bf16 products on AMX tiles where the CPU has them, else on AVX512_BF16 dot
+    // products: MFU against the peak of what it can use.
+    const double dot_peak = measure_bf16_dot_peak_gflops(threads);
+    const double amx_peak = measure_amx_bf16_peak_gflops(threads);
     std::printf("measured AVX512_BF16 dot-product peak %.1f GFLOP/s; MFU against it %.1f%%\n",
-                bf16_peak, bf16_peak > 0 ? 100.0 * gflops / bf16_peak : 0.0);
+                dot_peak, dot_peak > 0 ? 100.0 * gflops / dot_peak : 0.0);
+    if (amx_peak > 0)
+      std::printf("measured AMX-BF16 tile peak %.1f GFLOP/s; MFU against it %.1f%%\n", amx_peak,
+                  100.0 * gflops / amx_peak);
   }
   if (profile::enabled())
     std::printf("\nwhere the time goes (CPUFT_PROFILE=1):\n%s", profile::report().c_str());
