@@ -83,10 +83,14 @@ for family in distilbert electra roberta; do
   done
 done
 
-# 1b. --bf16 across ranks (where the CPU has bf16 products): the same losses as one rank. The
-#     all-reduce sums in another order than one rank's backward, and a last-bit difference in an
-#     updated weight can round it to the neighbouring bf16 value: measured 2e-5 relative on
-#     eval_loss (bf16 vs fp32: 2e-4), hence 1e-4 here instead of 1e-5.
+# 1b. --bf16 across ranks (where the CPU has bf16 products). The first step's gradients are the
+#     same as one rank's up to the all-reduce's summation order: their norm within 1e-6 (measured
+#     6.5e-9 on a Xeon with AMX), where bf16 against fp32 is 1.4e-3 apart. Later steps part:
+#     AdamW turns last-bit differences of near-zero gradients into full-size updates and a
+#     rounded weight copy turns a last-bit weight difference into a 2^-8 one, so after 5 steps
+#     eval_loss differs by up to 2.4e-4 relative (measured there; bf16 against fp32: 2.6e-4), even
+#     between 1 rank x 8 x 2 accumulation and 2 ranks x 8, whose products have the same shapes.
+#     The end of training is then held to 1e-3: the same training, not the same last bits.
 if grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
   OMP_NUM_THREADS=1 "$cpuft" train "${flags[@]}" --bf16 --per_device_train_batch_size 16 \
     --output_dir "$work/one_bf16" >"$work/one_bf16.log" 2>&1 ||
@@ -94,9 +98,14 @@ if grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
   "${mpi[@]}" -np 2 "$cpuft" train "${flags[@]}" --bf16 --per_device_train_batch_size 8 \
     --output_dir "$work/two_bf16" >"$work/two_bf16.log" 2>&1 ||
     fail "2 ranks --bf16: $(tail -2 "$work/two_bf16.log")"
+  first_norm() { sed -n 's/.*"grad_norm": \([-0-9.e]*\).*/\1/p' "$1/trainer_state.json" | head -1; }
+  a=$(first_norm "$work/two_bf16") b=$(first_norm "$work/one_bf16") c=$(first_norm "$work/one")
+  awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { d = a - b; if (d < 0) d = -d; e = c - b; if (e < 0) e = -e;
+                                             exit !(a != "" && d <= 1e-6 * b && e >= 1e-4 * b) }' &&
+    pass || fail "--bf16 2 ranks: first grad_norm $a, 1 rank's $b (fp32's $c)"
   for key in train_loss eval_loss; do
     a=$(value "$work/two_bf16" $key) b=$(value "$work/one_bf16" $key)
-    awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-4 * b) }' &&
+    awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-3 * b) }' &&
       pass || fail "--bf16 2 ranks: $key $a differs from 1 rank's $b"
   done
 fi
