@@ -10,6 +10,10 @@ if(CPUFT_SANITIZE)
                                                  -fno-sanitize-recover=undefined)
   target_link_options(cpuft_options INTERFACE -fsanitize=address,undefined)
 endif()
+if(CPUFT_TSAN)
+  target_compile_options(cpuft_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(cpuft_options INTERFACE -fsanitize=thread)
+endif()
 # No include root here: cpuft_enforce_walls (cmake/cpuft_walls.cmake) gives each target its own.
 
 # Every test finds the repository's files through tests/test_paths.h.

@@ -3,7 +3,7 @@
 #   1. format check (clang-format), the walls between layers (no #include across them)
 #   2. release build (-Werror): unit + golden tests (HF fixtures, real MiniLM weights)
 #   3. MPICH and Intel MPI builds: the distributed tests (label dist) against each
-#   4. ASan + UBSan build: the same tests as 2
+#   4. ASan + UBSan build: the same tests as 2; ThreadSanitizer build: the distributed tests
 #   5. libFuzzer smoke runs of the safetensors parser, the tokenizer parsers (tokenizer.json,
 #      Unigram, byte-level BPE, WordPiece vocab.txt), the data file readers, config.json and the
 #      train arguments (command line, JSON/YAML args files)
@@ -65,6 +65,14 @@ echo "== ASan + UBSan build"
 cmake --preset asan-ubsan >/dev/null
 cmake --build --preset asan-ubsan
 run_ctest asan-ubsan -j2
+
+# ThreadSanitizer on the distributed tests of the MPI backend (one OpenMP thread per rank): the
+# gradient reducer's non-blocking all-reduces against MPI's own threads; tests/parallel/tsan.supp
+# says what is suppressed and why the oneCCL ones (and srun, which runs one) are left out.
+echo "== ThreadSanitizer build: the distributed tests (MPI backend)"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan --target "${dist_targets[@]}"
+run_ctest tsan -L dist -E 'ccl|torchrun|slurm|trainer_dist'
 
 echo "== fuzz smoke run"
 cmake --preset fuzz >/dev/null
