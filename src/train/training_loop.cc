@@ -141,6 +141,21 @@ const char* signal_name(int signal) {
   return "a signal";
 }
 
+// Above this share of a step spent waiting for the gradient exchange, the run says so once.
+constexpr double kExposedWarning = 0.2;
+
+// One warning line: how much of a step the exchange costs, and what would lower it.
+void warn_exposed_communication(Trainer::State& s, double exposed) {
+  const TrainConfig& c = s.cfg;
+  s.warn(str("warning: ", round_to(100 * exposed, 1),
+             "% of each step waits for the gradient all-reduce after backward (",
+             s.dist.world_size(), " ranks, ", c.per_device_train_batch_size,
+             " sequences per rank per micro-batch, ", c.gradient_accumulation_steps,
+             " micro-batches per exchange): more work per exchange hides it (a larger "
+             "--per_device_train_batch_size or --gradient_accumulation_steps), or fewer ranks with "
+             "more threads each on a host; docs/distributed.md"));
+}
+
 // One line at the end of training: the work padding would have cost. run_glue.py pads every
 // sequence to --max_seq_length unless --pad_to_max_length False; cpuft computes real tokens only.
 void report_padding_avoided(Trainer::State& s, int64_t local_tokens, int64_t local_sequences) {
@@ -214,6 +229,10 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   // log, and the padding a padded batch would have computed (the summary at the end).
   int64_t tokens_since_log = 0, samples_since_log = 0, local_tokens = 0, local_sequences = 0;
   Stopwatch log_watch;
+  // The wait for the gradient all-reduce after backward, and the steps' time, since the last log
+  // line: the exposed communication (what overlap with backward did not hide).
+  double reduce_wait_since_log = 0, step_seconds_since_log = 0;
+  bool warned_exposed = false;
   double last_grad_norm = 0;
   const uint64_t data_seed = c.data_seed >= 0 ? static_cast<uint64_t>(c.data_seed) : c.seed;
   bool done = s.global_step >= s.max_steps;
@@ -259,6 +278,8 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
         local_sequences += batch.num_sequences();
       }
       if (s.reducer) overlap_sum += s.reducer->last_stats().overlap_ratio;
+      reduce_wait_since_log += step.reduce_seconds;
+      step_seconds_since_log += step.seconds;
       last_grad_norm = step.grad_norm;
       ++s.global_step;
       loss_since_log += step.loss;
@@ -290,8 +311,17 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
                       {"samples_per_second", round_to(samples_per_second, 2)},
                       {"tokens_per_second", round_to(tokens_per_second, 1)},
                       {"step", s.global_step}};
-        if (s.reducer)
+        if (s.reducer) {
           entry["overlap_ratio"] = round_to(overlap_sum / static_cast<double>(steps_since_log), 3);
+          // The mean over the ranks, so that every rank decides alike.
+          const double exposed =
+              mean_over_ranks(s, reduce_wait_since_log / std::max(step_seconds_since_log, 1e-12));
+          entry["exposed_communication"] = round_to(exposed, 3);
+          if (exposed > kExposedWarning && !warned_exposed) {
+            warn_exposed_communication(s, exposed);
+            warned_exposed = true;
+          }
+        }
         s.log(entry);
         if (!tty)
           s.info(str("step ", s.global_step, "/", s.max_steps, "  loss ",
@@ -300,6 +330,8 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
                      round_to(samples_per_second, 1), " samples/s  ",
                      round_to(tokens_per_second, 0), " tokens/s"));
         loss_since_log = 0;
+        reduce_wait_since_log = 0;
+        step_seconds_since_log = 0;
         tokens_since_log = 0;
         samples_since_log = 0;
         log_watch.reset();

@@ -16,7 +16,8 @@
 # Exit status: PROGRAM's (through mpirun), 77 (CTest SKIP) when network namespaces cannot be made
 # here (not root, or no CAP_SYS_ADMIN in a container).
 # Link speed emulation for scaling runs: NETEM_RATE=1gbit adds `tc qdisc ... netem rate` on both
-# veth ends.
+# veth ends; LINK_RATE=50mbit a token bucket (`tc qdisc ... tbf`) instead, for kernels without
+# netem (sch_netem is a module some kernels lack; sch_tbf is more often there).
 set -euo pipefail
 mpirun=$1
 shift
@@ -56,6 +57,8 @@ for pair in "$ns1 $veth1" "$ns2 $veth2"; do
   ip -n "$1" link set "$2" up
   if [ -n "${NETEM_RATE:-}" ]; then
     ip netns exec "$1" tc qdisc add dev "$2" root netem rate "$NETEM_RATE"
+  elif [ -n "${LINK_RATE:-}" ]; then
+    ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$LINK_RATE" burst 64kb latency 400ms
   fi
 done
 

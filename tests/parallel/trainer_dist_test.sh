@@ -123,6 +123,26 @@ else
   fail "2 hosts: $(tail -5 "$work/hosts.log")"
 fi
 
+# 2b. The exposed communication in every log entry (the share of a step spent waiting for the
+#     all-reduce after backward), and one warning line when it passes 20%: on the two hosts with
+#     their link shaped to 50 Mbit/s (tbf), the tiny model's compute is a small part of a step.
+python3 - "$work/two/log.jsonl" <<'PY' && pass || fail "log.jsonl lacks exposed_communication: $(head -1 "$work/two/log.jsonl")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+assert lines and all(0 <= e["exposed_communication"] <= 1 for e in lines), lines
+PY
+LINK_RATE=50mbit "$netns" "$mpirun" "$cpuft" train "${flags[@]}" --per_device_train_batch_size 8 \
+  --output_dir "$work/slow_link" >"$work/slow_link.log" 2>&1
+status=$?
+if [ "$status" = 77 ]; then
+  echo "SKIP: network namespaces unavailable: $(tail -1 "$work/slow_link.log")"
+elif [ "$status" = 0 ]; then
+  [ "$(grep -c '^warning: .*% of each step waits for the gradient all-reduce after backward (2 ranks, 8 sequences per rank per micro-batch, 1 micro-batches per exchange): more work per exchange hides it' "$work/slow_link.log")" = 1 ] &&
+    pass || fail "no exposed-communication warning on a 50 Mbit/s link: $(grep -i warn "$work/slow_link.log")"
+else
+  fail "2 hosts on a 50 Mbit/s link: $(tail -5 "$work/slow_link.log")"
+fi
+
 # 3. SIGKILL one rank mid-training: the job ends within 30 s, non-zero, saying what happened.
 "${mpi[@]}" -np 2 "$cpuft" train "${common[@]}" --per_device_train_batch_size 8 --max_steps 100000 \
   --output_dir "$work/killed" >"$work/killed.log" 2>&1 &
