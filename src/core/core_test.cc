@@ -52,6 +52,21 @@ TEST(AlignedBuffer, IsAlignedAndZeroed) {
   EXPECT_EQ(big.data(), nullptr);
 }
 
+// zero() clears every element, over several 2 MiB pieces and a partial last one (the pieces are
+// zeroed on all OpenMP threads), and nothing past the end.
+TEST(AlignedBuffer, ZeroClearsEveryPieceAndTheTail) {
+  const size_t n = (5u << 20) / sizeof(float) + 13;  // 5 MiB and 13 floats
+  AlignedBuffer<float> buffer(n + 1);
+  for (size_t i = 0; i <= n; ++i) buffer[i] = 1.0f + static_cast<float>(i % 7);
+  zero_bytes(buffer.data(), n * sizeof(float));
+  size_t nonzero = 0;
+  for (size_t i = 0; i < n; ++i) nonzero += buffer[i] != 0.0f;
+  EXPECT_EQ(nonzero, 0u);
+  EXPECT_EQ(buffer[n], 1.0f + static_cast<float>(n % 7));
+  buffer.zero();
+  EXPECT_EQ(buffer[n], 0.0f);
+}
+
 // Known-answer test from the Random123 distribution (philox4x32_10, kat_vectors):
 // counter = key = 0 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8.
 TEST(Philox, KnownAnswer) {
