@@ -2,8 +2,8 @@
 //
 // Part 1, bandwidth: for each size, a plain blocking MPI_Allreduce(MPI_IN_PLACE) against cpuft's
 // path (Communicator::all_reduce_sum_async + wait, what GradReducer issues per bucket) with the
-// --backend communicator (mpi, or ccl: oneCCL, MPI only for its rendezvous). Reports the median
-// time and the algorithm bandwidth (bytes of the buffer / time) per size.
+// --backend communicator (mpi, or ccl: oneCCL, MPI only for its rendezvous), each first checked to
+// sum exactly. Reports the median time and the algorithm bandwidth (bytes / time) per size.
 // Part 2, overlap: a synthetic backward pass over a BERT-shaped bucket plan (fixed FMA work per
 // layer, calibrated to --compute_ms on an idle rank), three ways: compute only; compute with
 // GradReducer polling between layers (the real schedule); compute then every bucket at the end
@@ -58,6 +58,26 @@ int64_t calibrate(double seconds) {
   }
 }
 
+// Before a size is timed, both paths must sum: every rank puts rank + 1 in every element, and every
+// element must then hold 1 + 2 + ... + world (exact in fp32 for any world size here).
+void validate_sums(Communicator& comm, float* data, int64_t n) {
+  const int world = comm.world_size();
+  const float want = static_cast<float>(world) * static_cast<float>(world + 1) / 2;
+  for (int path = 0; path < 2; ++path) {
+    std::fill(data, data + n, static_cast<float>(comm.rank() + 1));
+    if (path == 0)
+      CPUFT_REQUIRE(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                                  MPI_COMM_WORLD) == MPI_SUCCESS,
+                    "MPI_Allreduce failed");
+    else
+      comm.wait(comm.all_reduce_sum_async(data, n));
+    const int64_t wrong = std::count_if(data, data + n, [&](float x) { return x != want; });
+    CPUFT_REQUIRE(wrong == 0, "bench_allreduce: ", path == 0 ? "MPI_Allreduce" : "cpuft's bucket",
+                  " path left ", wrong, " of ", n, " elements not equal to ", want,
+                  "; nothing timed");
+  }
+}
+
 void bandwidth(Communicator& comm, const std::vector<double>& sizes_mb, int reps) {
   if (comm.rank() == 0)
     std::printf("%10s %14s %12s %14s %12s  (bucket backend: %s)\n", "size_MB", "MPI_Allreduce",
@@ -65,6 +85,7 @@ void bandwidth(Communicator& comm, const std::vector<double>& sizes_mb, int reps
   for (double mb : sizes_mb) {
     const auto n = static_cast<int64_t>(mb * 1024 * 1024 / 4);
     AlignedBuffer<float> data(static_cast<size_t>(n));
+    validate_sums(comm, data.data(), n);
     for (int64_t i = 0; i < n; ++i) data[static_cast<size_t>(i)] = 1.0f;
     std::vector<double> plain, ours;
     for (int rep = 0; rep < reps + 1; ++rep) {  // first rep: warm-up

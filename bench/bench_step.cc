@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -42,6 +43,43 @@ double training_flops(const ModelConfig& c, const Batch& batch) {
     flops += 6 * (D * D + D * static_cast<double>(c.num_labels));  // pooler + classifier
   }
   return flops;
+}
+
+// Before anything is timed: the first batch's logits from the benchmarked model (packed, in its
+// precision) against the same sequences one at a time through an fp32 model (no packing, no bf16):
+// 1e-4 relative in fp32, 2e-2 with bf16 products (their rounding, docs/ARCHITECTURE.md); and a
+// finite loss. Stops the benchmark with the figures otherwise.
+void validate_against_one_at_a_time(SequenceClassifier& model, const ModelConfig& config,
+                                    const ModelParams& p, const Batch& batch, bool bf16) {
+  const StepContext eval{42, 0, false};  // no dropout: the two computations must agree
+  const float loss = model.forward(p, batch, eval, true);
+  const int64_t B = batch.num_sequences(), K = config.num_labels;
+  const std::vector<float> packed(model.logits(), model.logits() + B * K);
+  int64_t longest = 0;
+  for (int64_t s = 0; s < B; ++s) longest = std::max(longest, batch.length(s));
+  SequenceClassifier single(config, ModelLimits{longest, 1, longest}, MatmulPrecision::f32);
+  double diff = 0, norm = 0;
+  for (int64_t s = 0; s < B; ++s) {
+    Batch one;
+    const auto begin = batch.input_ids.begin() + batch.seq_offsets[s];
+    const std::vector<int32_t> ids(begin, begin + batch.length(s));
+    one.add_sequence(ids, std::vector<int32_t>(ids.size(), 0));
+    single.forward(p, one, eval, false);
+    for (int64_t k = 0; k < K; ++k) {
+      const double d = packed[static_cast<size_t>(s * K + k)] - single.logits()[k];
+      diff += d * d;
+      norm += static_cast<double>(single.logits()[k]) * single.logits()[k];
+    }
+  }
+  const double relative = std::sqrt(diff / std::max(norm, 1e-30));
+  const double tolerance = bf16 ? 2e-2 : 1e-4;
+  std::printf(
+      "validated: %lld sequences' logits against one at a time in fp32: %.2g relative "
+      "(tolerance %.0e), loss %.4f\n",
+      static_cast<long long>(B), relative, tolerance, loss);
+  CPUFT_REQUIRE(std::isfinite(loss) && relative <= tolerance,
+                "bench_step: validation failed (logits ", relative, " from one at a time, loss ",
+                loss, "); nothing timed");
 }
 
 int run(int argc, char** argv) {
@@ -88,6 +126,7 @@ int run(int argc, char** argv) {
   SequenceClassifier model(config, ModelLimits{max_tokens, batch_size, max_len},
                            bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   model.refresh_bf16_weights(p);
+  validate_against_one_at_a_time(model, config, p, batches.front(), bf16);
   AdamW adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01});
   // TrainStep times its phases; with CPUFT_PROFILE=1 its regions (and the model's) are profiled.
   TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 1, 1.0});
