@@ -25,13 +25,82 @@ Operand as_input(const float* x, bf16* storage, int64_t n) {
   return {x, storage};
 }
 
+void rowwise_forward(const RowwiseActivations& a, const float* residual, const LayerParams& p,
+                     const LayerWeights& w, const EncoderPlans& plans, const PackedRows& rows,
+                     int64_t R, const EncoderDims& dims, const RngKey keys[3],
+                     const EncoderScratch& scratch) {
+  const KernelTable& k = kernels();
+  const int64_t D = dims.attention.D, F = dims.F;
+  float* tmp = scratch.nd[0];  // (R, D)
+  const Operand ctx_in = as_input(a.ctx, a.ctx_b, R * D);
+  plans.attn_out.forward(tmp, ctx_in, w.attn_out, p.attn_out_b, R);
+  packed_dropout_forward(k, tmp, tmp, dims.attention_output_dropout, keys[kAttentionOutput], rows);
+  k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, residual, p.attn_ln_w,
+                           p.attn_ln_b, dims.layer_norm_eps, R, D);
+
+  const Operand h1_in = as_input(a.h1, a.h1_b, R * D);
+  plans.ffn_in.forward(a.ffn_pre, h1_in, w.ffn_in, p.ffn_in_b, R);
+  k.gelu_forward(a.ffn_act, a.ffn_pre, R * F);
+  const Operand act_in = as_input(a.ffn_act, a.act_b, R * F);
+  plans.ffn_out.forward(tmp, act_in, w.ffn_out, p.ffn_out_b, R);
+  packed_dropout_forward(k, tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], rows);
+  k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w, p.ffn_ln_b,
+                           dims.layer_norm_eps, R, D);
+}
+
+void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const RowwiseActivations& a,
+                      const LayerParams& p, const LayerParams& g, const LayerWeights& w,
+                      bf16* grad_b, const EncoderPlans& plans, const PackedRows& rows, int64_t R,
+                      const EncoderDims& dims, const RngKey keys[3],
+                      const EncoderScratch& scratch) {
+  const KernelTable& k = kernels();
+  const int64_t D = dims.attention.D, F = dims.F;
+  float* d_s = d_s1;             // d_s2, later d_s1
+  float* d_tmp = scratch.nd[1];  // gradient at a dropout output
+  float* d_h = d_ctx;            // d_h1, later d_ctx
+  float* d_ffn = scratch.nf;
+
+  // undo: out = LayerNorm(s2)
+  k.layer_norm_backward(d_s, g.ffn_ln_w, g.ffn_ln_b, d_out, a.s2, a.ln2_mean, a.ln2_rstd,
+                        p.ffn_ln_w, R, D);
+  // undo: s2 = dropout(act W2^T + b2) + h1   (the h1 branch is added below)
+  packed_dropout_backward(k, d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], rows);
+  {
+    const Operand d_y = as_input(d_tmp, grad_b, R * D);
+    plans.ffn_out.backward_weights(g.ffn_out_w, d_y, Operand{a.ffn_act, a.act_b}, R);
+    k.bias_backward(g.ffn_out_b, d_tmp, R, D);
+    plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, R);
+  }
+  // undo: act = gelu(pre)
+  k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, R * F);
+  // undo: pre = h1 W1^T + b1
+  {
+    const Operand d_y = as_input(d_ffn, grad_b, R * F);
+    plans.ffn_in.backward_weights(g.ffn_in_w, d_y, Operand{a.h1, a.h1_b}, R);
+    k.bias_backward(g.ffn_in_b, d_ffn, R, F);
+    plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, R);
+  }
+  add_into(d_h, d_s, R * D);  // residual branch of s2
+
+  // undo: h1 = LayerNorm(s1)
+  k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1, a.ln1_mean, a.ln1_rstd,
+                        p.attn_ln_w, R, D);
+  // undo: s1 = dropout(ctx Wo^T + bo) + residual   (d_s1 is the residual's gradient: the caller's)
+  packed_dropout_backward(k, d_tmp, d_s, dims.attention_output_dropout, keys[kAttentionOutput],
+                          rows);
+  {
+    const Operand d_y = as_input(d_tmp, grad_b, R * D);
+    plans.attn_out.backward_weights(g.attn_out_w, d_y, Operand{a.ctx, a.ctx_b}, R);
+    k.bias_backward(g.attn_out_b, d_tmp, R, D);
+    plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, R);
+  }
+}
+
 void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParams& p,
                            const LayerBf16Weights* w_b, const EncoderPlans& plans,
                            const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
                            const EncoderScratch& scratch) {
-  const KernelTable& k = kernels();
-  const int64_t N = batch.N, D = dims.attention.D, F = dims.F;
-  float* tmp = scratch.nd[0];  // (N, D)
+  const int64_t N = batch.N, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
 
   const Operand x_in = as_input(x, a.x_b, N * D);
@@ -39,21 +108,7 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
   attention_forward(a.ctx, a.probs, a.qkv, batch.seq_offsets, batch.prob_offsets, batch.sample_ids,
                     batch.B, dims.attention, dims.attention_dropout, keys[kAttentionProbs],
                     scratch.attention, scratch.attention_per_thread);
-  const Operand ctx_in = as_input(a.ctx, a.ctx_b, N * D);
-  plans.attn_out.forward(tmp, ctx_in, w.attn_out, p.attn_out_b, N);
-  packed_dropout_forward(k, tmp, tmp, dims.attention_output_dropout, keys[kAttentionOutput],
-                         batch.token_rows(D));
-  k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, x, p.attn_ln_w, p.attn_ln_b,
-                           dims.layer_norm_eps, N, D);
-
-  const Operand h1_in = as_input(a.h1, a.h1_b, N * D);
-  plans.ffn_in.forward(a.ffn_pre, h1_in, w.ffn_in, p.ffn_in_b, N);
-  k.gelu_forward(a.ffn_act, a.ffn_pre, N * F);
-  const Operand act_in = as_input(a.ffn_act, a.act_b, N * F);
-  plans.ffn_out.forward(tmp, act_in, w.ffn_out, p.ffn_out_b, N);
-  packed_dropout_forward(k, tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], batch.token_rows(D));
-  k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w, p.ffn_ln_b,
-                           dims.layer_norm_eps, N, D);
+  rowwise_forward(rowwise_view(a), x, p, w, plans, batch.token_rows(D), N, dims, keys, scratch);
 }
 
 void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
@@ -62,54 +117,19 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
                             const EncoderScratch& scratch) {
   const KernelTable& k = kernels();
-  const int64_t N = batch.N, D = dims.attention.D, F = dims.F;
+  const int64_t N = batch.N, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
   // Under bf16 one output gradient at a time is rounded into grad_b and read by both backward
   // products of its linear; each linear's block below rounds its own (overwriting the previous).
   // backward_weights reads the forward's rounded copies of the inputs (x_b, ctx_b, h1_b, act_b).
   bf16* grad_b = w_b == nullptr ? nullptr : scratch.grad_b;
-  float* d_s = scratch.nd[0];    // d_s2, later d_s1
-  float* d_tmp = scratch.nd[1];  // gradient at a dropout output
-  float* d_h = scratch.nd[2];    // d_h1, later d_ctx
-  float* d_ffn = scratch.nf;
+  float* d_s1 = scratch.nd[0];
+  float* d_ctx = scratch.nd[2];
   float* d_qkv = scratch.n3d;
 
-  // undo: out = LayerNorm(s2)
-  k.layer_norm_backward(d_s, g.ffn_ln_w, g.ffn_ln_b, d_out, a.s2, a.ln2_mean, a.ln2_rstd,
-                        p.ffn_ln_w, N, D);
-  // undo: s2 = dropout(act W2^T + b2) + h1   (the h1 branch is added below)
-  packed_dropout_backward(k, d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput],
-                          batch.token_rows(D));
-  {
-    const Operand d_y = as_input(d_tmp, grad_b, N * D);
-    plans.ffn_out.backward_weights(g.ffn_out_w, d_y, Operand{a.ffn_act, a.act_b}, N);
-    k.bias_backward(g.ffn_out_b, d_tmp, N, D);
-    plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, N);
-  }
-  // undo: act = gelu(pre)
-  k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, N * F);
-  // undo: pre = h1 W1^T + b1
-  {
-    const Operand d_y = as_input(d_ffn, grad_b, N * F);
-    plans.ffn_in.backward_weights(g.ffn_in_w, d_y, Operand{a.h1, a.h1_b}, N);
-    k.bias_backward(g.ffn_in_b, d_ffn, N, F);
-    plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, N);
-  }
-  add_into(d_h, d_s, N * D);  // residual branch of s2
-
-  // undo: h1 = LayerNorm(s1)
-  k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1, a.ln1_mean, a.ln1_rstd,
-                        p.attn_ln_w, N, D);
-  // undo: s1 = dropout(ctx Wo^T + bo) + x   (the x branch is added at the end)
-  packed_dropout_backward(k, d_tmp, d_s, dims.attention_output_dropout, keys[kAttentionOutput],
-                          batch.token_rows(D));
-  float* d_ctx = d_h;
-  {
-    const Operand d_y = as_input(d_tmp, grad_b, N * D);
-    plans.attn_out.backward_weights(g.attn_out_w, d_y, Operand{a.ctx, a.ctx_b}, N);
-    k.bias_backward(g.attn_out_b, d_tmp, N, D);
-    plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, N);
-  }
+  // undo: everything after attention, row by row
+  rowwise_backward(d_ctx, d_s1, d_out, rowwise_view(a), p, g, w, grad_b, plans, batch.token_rows(D),
+                   N, dims, keys, scratch);
   // undo: ctx = attention(qkv)
   attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets, batch.prob_offsets,
                      batch.sample_ids, batch.B, dims.attention, dims.attention_dropout,
@@ -121,7 +141,7 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
     k.bias_backward(g.qkv_b, d_qkv, N, 3 * D);
     plans.qkv.backward_data(d_x, d_y, w.qkv, N);
   }
-  add_into(d_x, d_s, N * D);  // residual branch of s1
+  add_into(d_x, d_s1, N * D);  // residual branch of s1
 }
 
 }  // namespace cpuft

@@ -89,6 +89,44 @@ struct EncoderDims {
 // Dropout sites of a layer, for RngKey streams.
 enum DropoutSite : uint32_t { kAttentionProbs = 0, kAttentionOutput = 1, kFfnOutput = 2 };
 
+// The four weights as product inputs: fp32, plus the bf16 copy when there is one (b: nullptr in
+// fp32).
+struct LayerWeights {
+  Operand qkv, attn_out, ffn_in, ffn_out;
+};
+LayerWeights layer_weights(const LayerParams& p, const LayerBf16Weights* b);
+
+// x (n elements) as a product input: itself, and in bf16 also rounded into `storage` (nullptr in
+// fp32, where nothing is rounded).
+Operand as_input(const float* x, bf16* storage, int64_t n);
+
+// The part of a layer after attention, from ctx to out, is row-wise: the full layer runs it on its
+// N tokens, the first-token layer (first_token_layer.h) on its B first tokens. Its activations
+// (R rows; the members of the same names in LayerActivations and FirstTokenActivations):
+struct RowwiseActivations {
+  float *ctx, *s1, *ln1_mean, *ln1_rstd, *h1, *ffn_pre, *ffn_act, *s2, *ln2_mean, *ln2_rstd, *out;
+  bf16 *ctx_b, *h1_b, *act_b;
+};
+template <typename Activations>
+RowwiseActivations rowwise_view(const Activations& a) {
+  return {a.ctx, a.s1,       a.ln1_mean, a.ln1_rstd, a.h1,    a.ffn_pre, a.ffn_act,
+          a.s2,  a.ln2_mean, a.ln2_rstd, a.out,      a.ctx_b, a.h1_b,    a.act_b};
+}
+
+// s1 = dropout(ctx Wo^T + bo) + residual; h1 = LayerNorm(s1); the feed-forward block; out =
+// LayerNorm(s2), on R rows (R, D). `rows`: the rows' sequences, for the dropout masks.
+void rowwise_forward(const RowwiseActivations& a, const float* residual, const LayerParams& p,
+                     const LayerWeights& w, const EncoderPlans& plans, const PackedRows& rows,
+                     int64_t R, const EncoderDims& dims, const RngKey keys[3],
+                     const EncoderScratch& scratch);
+// Its backward from d_out (R, D): d_ctx (R, D) and d_s1 (R, D), the gradient of the residual
+// branch, which the caller adds to its input's gradient; parameter gradients accumulate into g.
+// Uses scratch.nd[1] and scratch.nf; d_ctx and d_s1 must be two other (R, D) buffers.
+void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const RowwiseActivations& a,
+                      const LayerParams& p, const LayerParams& g, const LayerWeights& w,
+                      bf16* grad_b, const EncoderPlans& plans, const PackedRows& rows, int64_t R,
+                      const EncoderDims& dims, const RngKey keys[3], const EncoderScratch& scratch);
+
 // w_b: the layer's bf16 weights when the plans are bf16, else nullptr.
 void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParams& p,
                            const LayerBf16Weights* w_b, const EncoderPlans& plans,
@@ -102,17 +140,6 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const LayerBf16Weights* w_b, const EncoderPlans& plans,
                             const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
                             const EncoderScratch& scratch);
-
-// The four weights as product inputs: fp32, plus the bf16 copy when there is one (b: nullptr in
-// fp32).
-struct LayerWeights {
-  Operand qkv, attn_out, ffn_in, ffn_out;
-};
-LayerWeights layer_weights(const LayerParams& p, const LayerBf16Weights* b);
-
-// x (n elements) as a product input: itself, and in bf16 also rounded into `storage` (nullptr in
-// fp32, where nothing is rounded).
-Operand as_input(const float* x, bf16* storage, int64_t n);
 
 // y += x over n elements (the residual branch's gradient).
 void add_into(float* y, const float* x, int64_t n);

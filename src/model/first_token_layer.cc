@@ -37,9 +37,7 @@ void first_token_layer_forward(FirstTokenActivations& a, const float* x, const L
                                const FirstTokenPlans& first_plans, const PackedBatch& batch,
                                const EncoderDims& dims, const RngKey keys[3],
                                const EncoderScratch& scratch) {
-  const KernelTable& k = kernels();
-  const int64_t N = batch.N, B = batch.B, D = dims.attention.D, F = dims.F;
-  float* tmp = scratch.nd[0];  // (B, D)
+  const int64_t N = batch.N, B = batch.B, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
   const SplitQkv qkv = split_qkv(w.qkv, p.qkv_b, D);
 
@@ -53,22 +51,9 @@ void first_token_layer_forward(FirstTokenActivations& a, const float* x, const L
                                 dims.attention, dims.attention_dropout, keys[kAttentionProbs],
                                 scratch.attention, scratch.attention_per_thread);
 
-  // From here on every part is row-wise: B rows.
-  const Operand ctx_in = as_input(a.ctx, a.ctx_b, B * D);
-  plans.attn_out.forward(tmp, ctx_in, w.attn_out, p.attn_out_b, B);
-  packed_dropout_forward(k, tmp, tmp, dims.attention_output_dropout, keys[kAttentionOutput],
-                         first_rows(batch, D));
-  k.add_layer_norm_forward(a.h1, a.s1, a.ln1_mean, a.ln1_rstd, tmp, a.x_first, p.attn_ln_w,
-                           p.attn_ln_b, dims.layer_norm_eps, B, D);
-
-  const Operand h1_in = as_input(a.h1, a.h1_b, B * D);
-  plans.ffn_in.forward(a.ffn_pre, h1_in, w.ffn_in, p.ffn_in_b, B);
-  k.gelu_forward(a.ffn_act, a.ffn_pre, B * F);
-  const Operand act_in = as_input(a.ffn_act, a.act_b, B * F);
-  plans.ffn_out.forward(tmp, act_in, w.ffn_out, p.ffn_out_b, B);
-  packed_dropout_forward(k, tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], first_rows(batch, D));
-  k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w, p.ffn_ln_b,
-                           dims.layer_norm_eps, B, D);
+  // From here on every part is row-wise: B rows, the residual being the first tokens' input.
+  rowwise_forward(rowwise_view(a), a.x_first, p, w, plans, first_rows(batch, D), B, dims, keys,
+                  scratch);
 }
 
 void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
@@ -78,7 +63,7 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
                                 const PackedBatch& batch, const EncoderDims& dims,
                                 const RngKey keys[3], const EncoderScratch& scratch) {
   const KernelTable& k = kernels();
-  const int64_t N = batch.N, B = batch.B, D = dims.attention.D, F = dims.F;
+  const int64_t N = batch.N, B = batch.B, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
   const SplitQkv qkv = split_qkv(w.qkv, p.qkv_b, D);
   // The gradients of Wq, bq (rows [0, D)) and of Wkv, bkv (rows [D, 3D)).
@@ -88,63 +73,28 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
   float* d_kv_b = g.qkv_b + D;
   // Under bf16 one output gradient at a time is rounded into grad_b (encoder_layer.cc).
   bf16* grad_b = w_b == nullptr ? nullptr : scratch.grad_b;
-  float* d_s = scratch.nd[0];    // (B, D) d_s2, later d_s1
-  float* d_tmp = scratch.nd[1];  // (B, D) gradient at a dropout output
-  float* d_h = scratch.nd[2];    // (B, D) d_h1, later d_ctx, later d_x_first
-  float* d_ffn = scratch.nf;     // (B, F)
+  float* d_s1 = scratch.nd[0];   // (B, D)
+  float* d_q = scratch.nd[1];    // (B, D)
+  float* d_ctx = scratch.nd[2];  // (B, D), later d_x_first
   float* d_kv = scratch.n3d;     // (N, 2D)
-  float* d_q = d_tmp;            // (B, D) once d_tmp is spent
 
-  // undo: out = LayerNorm(s2)
-  k.layer_norm_backward(d_s, g.ffn_ln_w, g.ffn_ln_b, d_out, a.s2, a.ln2_mean, a.ln2_rstd,
-                        p.ffn_ln_w, B, D);
-  // undo: s2 = dropout(act W2^T + b2) + h1   (the h1 branch is added below)
-  packed_dropout_backward(k, d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput],
-                          first_rows(batch, D));
-  {
-    const Operand d_y = as_input(d_tmp, grad_b, B * D);
-    plans.ffn_out.backward_weights(g.ffn_out_w, d_y, Operand{a.ffn_act, a.act_b}, B);
-    k.bias_backward(g.ffn_out_b, d_tmp, B, D);
-    plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, B);
-  }
-  // undo: act = gelu(pre)
-  k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, B * F);
-  // undo: pre = h1 W1^T + b1
-  {
-    const Operand d_y = as_input(d_ffn, grad_b, B * F);
-    plans.ffn_in.backward_weights(g.ffn_in_w, d_y, Operand{a.h1, a.h1_b}, B);
-    k.bias_backward(g.ffn_in_b, d_ffn, B, F);
-    plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, B);
-  }
-  add_into(d_h, d_s, B * D);  // residual branch of s2
-
-  // undo: h1 = LayerNorm(s1)
-  k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1, a.ln1_mean, a.ln1_rstd,
-                        p.attn_ln_w, B, D);
-  // undo: s1 = dropout(ctx Wo^T + bo) + x_first   (the x_first branch is added at the end)
-  packed_dropout_backward(k, d_tmp, d_s, dims.attention_output_dropout, keys[kAttentionOutput],
-                          first_rows(batch, D));
-  float* d_ctx = d_h;
-  {
-    const Operand d_y = as_input(d_tmp, grad_b, B * D);
-    plans.attn_out.backward_weights(g.attn_out_w, d_y, Operand{a.ctx, a.ctx_b}, B);
-    k.bias_backward(g.attn_out_b, d_tmp, B, D);
-    plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, B);
-  }
+  // undo: everything after attention, row by row
+  rowwise_backward(d_ctx, d_s1, d_out, rowwise_view(a), p, g, w, grad_b, plans,
+                   first_rows(batch, D), B, dims, keys, scratch);
   // undo: ctx = attention(q over its sequence's kv)
   first_query_attention_backward(d_q, d_kv, d_ctx, a.q, a.kv, a.probs, batch.seq_offsets,
                                  batch.sample_ids, B, dims.attention, dims.attention_dropout,
                                  keys[kAttentionProbs], scratch.attention,
                                  scratch.attention_per_thread);
-  // undo: q = x_first Wq^T + bq   (d_x_first into d_h, d_ctx being spent)
-  float* d_x_first = d_h;
+  // undo: q = x_first Wq^T + bq   (d_x_first into d_ctx's buffer, d_ctx being spent)
+  float* d_x_first = d_ctx;
   {
     const Operand d_y = as_input(d_q, grad_b, B * D);
     first_plans.q.backward_weights(d_q_w, d_y, Operand{a.x_first, a.x_first_b}, B);
     k.bias_backward(d_q_b, d_q, B, D);
     first_plans.q.backward_data(d_x_first, d_y, qkv.q_w, B);
   }
-  add_into(d_x_first, d_s, B * D);  // residual branch of s1
+  add_into(d_x_first, d_s1, B * D);  // residual branch of s1
   // undo: kv = x Wkv^T + bkv; then the first tokens' rows get their query and residual gradients
   {
     const Operand d_y = as_input(d_kv, grad_b, N * 2 * D);
