@@ -39,6 +39,16 @@ int64_t EncodedDataset::max_length() const {
   return longest;
 }
 
+int64_t EncodedDataset::longest_tokens(int64_t count) const {
+  std::vector<int64_t> lengths(static_cast<size_t>(size()));
+  for (int64_t i = 0; i < size(); ++i) lengths[static_cast<size_t>(i)] = length(i);
+  const auto k = static_cast<std::ptrdiff_t>(std::clamp<int64_t>(count, 0, size()));
+  std::nth_element(lengths.begin(), lengths.begin() + k, lengths.end(), std::greater<>());
+  int64_t total = 0;
+  for (std::ptrdiff_t i = 0; i < k; ++i) total += lengths[static_cast<size_t>(i)];
+  return total;
+}
+
 EncodedDataset encode_dataset(const Dataset& dataset, const Tokenizer& tokenizer, int max_length) {
   const int64_t n = static_cast<int64_t>(dataset.examples.size());
   std::vector<Encoding> encodings(static_cast<size_t>(n));

@@ -25,6 +25,9 @@ struct EncodedDataset {
   int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
   int64_t length(int64_t i) const { return offsets[i + 1] - offsets[i]; }
   int64_t max_length() const;
+  // The most tokens `count` of the examples can hold together: the sum of the `count` longest
+  // lengths (all of them when count >= size()). No batch of `count` examples holds more.
+  int64_t longest_tokens(int64_t count) const;
 };
 
 // Tokenizes every example ([CLS] a [SEP] (b [SEP]), longest_first truncation to max_length),
