@@ -2,6 +2,10 @@
 // runs) of a BERT-shaped model with random weights on batches whose sequence lengths follow MRPC's,
 // reported per phase and as model FLOP/s and MFU against this machine's measured FMA peak.
 //
+// --batches FILE gives each step's sequence lengths (one line per step) so that another program
+// (tools/side_by_side.py runs PyTorch) times the very same batches; --json FILE writes the per-step
+// figures and the measured peaks for it.
+//
 // Model FLOPs count only useful work on real tokens: 6 x (dense parameters) per token (forward 2,
 // backward 4) plus attention's 2 x 2 x T_s x D per token per layer forward (QK^T and PV), x3 for
 // training. Padding is not counted: a padded run doing the same useful work scores the same.
@@ -12,7 +16,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "core/buffer.h"
 #include "core/check.h"
@@ -82,20 +88,47 @@ void validate_against_one_at_a_time(SequenceClassifier& model, const ModelConfig
                 loss, "); nothing timed");
 }
 
+// One line per batch, the lengths of its sequences separated by spaces.
+std::vector<std::vector<int>> read_batches(const std::string& path) {
+  std::ifstream in(path);
+  CPUFT_REQUIRE(in.good(), "bench_step: cannot read ", path);
+  std::vector<std::vector<int>> batches;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::vector<int> lengths;
+    int n = 0;
+    while (words >> n) {
+      CPUFT_REQUIRE(n >= 1, "bench_step: ", path, " line ", batches.size() + 1, ": length ", n);
+      lengths.push_back(n);
+    }
+    CPUFT_REQUIRE(words.eof(), "bench_step: ", path, " line ", batches.size() + 1,
+                  ": not a list of lengths");
+    if (!lengths.empty()) batches.push_back(std::move(lengths));
+  }
+  return batches;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"bench_step: time a BERT training step"};
-  std::string config_path, lengths_path;
+  std::string config_path, lengths_path, batches_path, json_path;
   int batch_size = 32, steps = 5, warmup = 1;
   int pad_to = 0;
   bool bf16 = false;
   app.add_option("--config", config_path, "HF config.json of the model shape")->required();
-  app.add_option("--lengths", lengths_path, "Sequence lengths, one per line")->required();
+  auto* lengths_flag = app.add_option("--lengths", lengths_path, "Sequence lengths, one per line");
+  app.add_option("--batches", batches_path,
+                 "Each step's sequence lengths, one line per step (instead of --lengths)")
+      ->excludes(lengths_flag);
+  app.add_option("--json", json_path, "Write the per-step figures and peaks to this file");
   app.add_option("--batch", batch_size, "Sequences per batch");
   app.add_option("--steps", steps, "Timed steps");
   app.add_option("--warmup", warmup, "Untimed steps first");
   app.add_option("--pad_to", pad_to, "Pad every sequence to this length (0: packed)");
   app.add_flag("--bf16", bf16, "bf16 encoder products (as cpuft train --bf16)");
   CLI11_PARSE(app, argc, argv);
+  CPUFT_REQUIRE(!lengths_path.empty() || !batches_path.empty(),
+                "bench_step: give --lengths or --batches");
 
   if (bf16) require_bf16_matmul("--bf16");
   enable_flush_denormals_all_threads();
@@ -107,15 +140,35 @@ int run(int argc, char** argv) {
   init_random_weights(layout, params.data(), 0.02f, 7);
   const ModelParams p = bind_params(layout, config, params.data());
 
-  // Batches of MRPC-like lengths, drawn with a fixed seed.
-  const std::vector<int> lengths = read_lengths(lengths_path);
-  const int max_len = pad_to > 0 ? pad_to : *std::max_element(lengths.begin(), lengths.end());
+  // Batches of MRPC-like lengths, drawn with a fixed seed, or as the --batches file gives them.
+  std::vector<std::vector<int>> step_lengths;
   std::mt19937 rng(1234);
-  std::vector<Batch> batches(static_cast<size_t>(warmup + steps));
+  if (!batches_path.empty()) {
+    step_lengths = read_batches(batches_path);
+    CPUFT_REQUIRE(static_cast<int>(step_lengths.size()) >= warmup + steps,
+                  "bench_step: ", batches_path, " has ", step_lengths.size(),
+                  " batches; --warmup + --steps need ", warmup + steps);
+    step_lengths.resize(static_cast<size_t>(warmup + steps));
+  } else {
+    const std::vector<int> lengths = read_lengths(lengths_path);
+    for (int step = 0; step < warmup + steps; ++step) {
+      std::vector<int> drawn;
+      for (int s = 0; s < batch_size; ++s) drawn.push_back(lengths[rng() % lengths.size()]);
+      step_lengths.push_back(std::move(drawn));
+    }
+  }
+  int max_len = pad_to;
+  for (const auto& lengths : step_lengths)
+    for (int n : lengths) {
+      CPUFT_REQUIRE(pad_to == 0 || n <= pad_to, "bench_step: length ", n, " exceeds --pad_to");
+      max_len = std::max(max_len, n);
+    }
+  std::vector<Batch> batches(step_lengths.size());
   int64_t max_tokens = 0;
-  for (Batch& batch : batches) {
-    for (int s = 0; s < batch_size; ++s) {
-      const int T = pad_to > 0 ? pad_to : lengths[rng() % lengths.size()];
+  for (size_t b = 0; b < batches.size(); ++b) {
+    Batch& batch = batches[b];
+    for (int n : step_lengths[b]) {
+      const int T = pad_to > 0 ? pad_to : n;
       std::vector<int32_t> ids(static_cast<size_t>(T)), types(static_cast<size_t>(T), 0);
       for (int& id : ids) id = static_cast<int32_t>(rng() % config.vocab_size);
       batch.add_sequence(ids, types);
@@ -123,6 +176,9 @@ int run(int argc, char** argv) {
     }
     max_tokens = std::max(max_tokens, batch.num_tokens());
   }
+  batch_size = 0;  // the largest batch (a --batches file sets it)
+  for (const auto& lengths : step_lengths)
+    batch_size = std::max(batch_size, static_cast<int>(lengths.size()));
   SequenceClassifier model(config, ModelLimits{max_tokens, batch_size, max_len},
                            bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   model.refresh_bf16_weights(p);
@@ -131,7 +187,7 @@ int run(int argc, char** argv) {
   // TrainStep times its phases; with CPUFT_PROFILE=1 its regions (and the model's) are profiled.
   TrainStep train_step(model, layout, params, grads, adamw, StepOptions{42, 1, 1.0});
 
-  std::vector<double> t_forward, t_backward, t_optimizer, t_step, flops_per_s;
+  std::vector<double> t_forward, t_backward, t_optimizer, t_step, flops_per_s, flops;
   for (int step = 0; step < warmup + steps; ++step) {
     const Batch& batch = batches[static_cast<size_t>(step)];
     const StepResult r = train_step.run(step, {&batch, 1}, 2e-5);
@@ -143,7 +199,8 @@ int run(int argc, char** argv) {
     t_backward.push_back(r.backward_seconds);
     t_optimizer.push_back(r.optimizer_seconds);
     t_step.push_back(r.seconds);
-    flops_per_s.push_back(training_flops(config, batch) / r.seconds);
+    flops.push_back(training_flops(config, batch));
+    flops_per_s.push_back(flops.back() / r.seconds);
   }
   const int threads = omp_get_max_threads();
   const double peak = measure_fp32_fma_peak_gflops(threads);
@@ -162,16 +219,37 @@ int run(int argc, char** argv) {
                 gflops, peak, 100.0 * gflops / peak);
   else
     std::printf("model FLOP/s: %.1f GFLOP/s; no AVX-512, so no measured peak and no MFU\n", gflops);
+  double dot_peak = 0, amx_peak = 0;
   if (bf16) {
     // oneDNN runs bf16 products on AMX tiles where the CPU has them, else on AVX512_BF16 dot
     // products: MFU against the peak of what it can use.
-    const double dot_peak = measure_bf16_dot_peak_gflops(threads);
-    const double amx_peak = measure_amx_bf16_peak_gflops(threads);
+    dot_peak = measure_bf16_dot_peak_gflops(threads);
+    amx_peak = measure_amx_bf16_peak_gflops(threads);
     std::printf("measured AVX512_BF16 dot-product peak %.1f GFLOP/s; MFU against it %.1f%%\n",
                 dot_peak, dot_peak > 0 ? 100.0 * gflops / dot_peak : 0.0);
     if (amx_peak > 0)
       std::printf("measured AMX-BF16 tile peak %.1f GFLOP/s; MFU against it %.1f%%\n", amx_peak,
                   100.0 * gflops / amx_peak);
+  }
+  if (!json_path.empty()) {
+    nlohmann::json out = {{"config", config_path},
+                          {"bf16", bf16},
+                          {"pad_to", pad_to},
+                          {"threads", threads},
+                          {"cpu", cpu_model_string()},
+                          {"kernels", kernels().isa},
+                          {"onednn", onednn_version_string()},
+                          {"step_seconds", t_step},
+                          {"forward_seconds", t_forward},
+                          {"backward_seconds", t_backward},
+                          {"optimizer_seconds", t_optimizer},
+                          {"model_flops", flops},
+                          {"fp32_fma_peak_gflops", peak},
+                          {"bf16_dot_peak_gflops", dot_peak},
+                          {"amx_bf16_peak_gflops", amx_peak}};
+    std::ofstream file(json_path);
+    file << out.dump(1) << "\n";
+    CPUFT_REQUIRE(file.good(), "bench_step: cannot write ", json_path);
   }
   if (profile::enabled())
     std::printf("\nwhere the time goes (CPUFT_PROFILE=1):\n%s", profile::report().c_str());

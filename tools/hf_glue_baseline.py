@@ -5,8 +5,8 @@ Does what transformers' examples/pytorch/text-classification/run_glue.py does fo
 GLUE task, with two differences forced by this machine:
   * the data comes from the GLUE TSV files (download_glue_data.py layout), not from the
     `datasets` hub, which is unreachable offline; the TSVs are the same files cpuft reads;
-  * padding is dynamic (DataCollatorWithPadding) instead of run_glue's pad-to-128 default:
-    padded positions are masked out, so this changes speed, not results.
+  * padding is dynamic (DataCollatorWithPadding) unless --pad_to_max_length gives run_glue's
+    pad-to-128 default: padded positions are masked out, so this changes speed, not results.
 
 Same pipeline otherwise: set_seed before the model is built (the new classifier head's init
 depends on the seed), AutoTokenizer with pairs / truncation / max_length 128,
@@ -104,6 +104,17 @@ def glue_metrics(task, preds, labels):
     return m
 
 
+def group_by_length_argument(on):
+    """transformers 5.x before 5.2x: group_by_length=True; later: train_sampling_strategy."""
+    import dataclasses
+    fields = {f.name for f in dataclasses.fields(TrainingArguments)}
+    if not on:
+        return {}
+    if "train_sampling_strategy" in fields:
+        return {"train_sampling_strategy": "group_by_length"}
+    return {"group_by_length": True}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model_dir", required=True)
@@ -120,6 +131,10 @@ def main():
                     help="torch intra-op threads (the shared 2-core machine)")
     ap.add_argument("--bf16", action="store_true",
                     help="TrainingArguments(bf16=True): torch CPU autocast to bfloat16")
+    ap.add_argument("--pad_to_max_length", action="store_true",
+                    help="pad every example to --max_seq_length (run_glue.py's default)")
+    ap.add_argument("--group_by_length", action="store_true",
+                    help="TrainingArguments(group_by_length=True): batches of similar length")
     ap.add_argument("--out", help="append the JSON line to this file")
     ap.add_argument("--output_dir", default=None,
                     help="Trainer scratch folder (nothing is saved; default /tmp/hf_glue_<task>_<seed>)")
@@ -140,7 +155,8 @@ def main():
     def encode(split):
         s1, s2, lab = read_tsv(os.path.join(folder, split + ".tsv"), spec)
         texts = (s1,) if s2 is None else (s1, s2)
-        enc = tok(*texts, truncation=True, max_length=args.max_seq_length)
+        enc = tok(*texts, truncation=True, max_length=args.max_seq_length,
+                  padding="max_length" if args.pad_to_max_length else False)
         return EncodedDataset(dict(enc), lab)
 
     train_ds, eval_ds = encode("train"), encode("dev")
@@ -171,6 +187,7 @@ def main():
         use_cpu=True,
         bf16=args.bf16,
         disable_tqdm=True,
+        **group_by_length_argument(args.group_by_length),
     )
     trainer = Trainer(model=model, args=targs, train_dataset=train_ds, eval_dataset=eval_ds,
                       data_collator=DataCollatorWithPadding(tok),
@@ -187,6 +204,7 @@ def main():
                ("loss", "runtime", "samples_per_second", "steps_per_second", "epoch")}
     rec = {
         "engine": "hf-bf16" if args.bf16 else "hf", "task": args.task, "seed": args.seed,
+        "pad_to_max_length": args.pad_to_max_length, "group_by_length": args.group_by_length,
         "epochs": args.epochs, "lr": args.lr, "batch": args.batch,
         "warmup_ratio": args.warmup_ratio, "weight_decay": args.weight_decay,
         "metrics": metrics, "eval_loss": ev.get("eval_loss"),

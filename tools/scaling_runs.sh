@@ -7,13 +7,16 @@
 #              /root/.cache/cpuft/models/all-MiniLM-L6-v2
 #   OUT_DIR    where runs, results.tsv and scaling.svg go (default: runs/scaling-<date>)
 # environment (defaults in brackets):
-#   CPUFT      the cpuft binary [build/lead/apps/cpuft, else cpuft on PATH]
+#   CPUFT      the cpuft binary [build/release/apps/cpuft, else cpuft on PATH]
 #   DATA_DIR   GLUE folder [data/glue]          TASK       GLUE task [mrpc]
 #   MAX_STEPS  optimizer steps per run [20]     BATCH      per-rank batch [32]
 #   RANKS      rank counts ["1 2 4"]            CORES      cores of this host [nproc]
-#   MPIRUN     launcher [mpirun]                EXTRA      more `cpuft train` flags [""]
-# Each rank gets OMP_NUM_THREADS = CORES / ranks (at least 1). The global batch grows with the
-# rank count (data parallel), so speedup = samples/s(K ranks) / samples/s(1 rank).
+#   MPIRUN     launcher [mpirun]: Open MPI's, or a Hydra mpiexec (MPICH, Intel MPI)
+#   EXTRA      more `cpuft train` flags [""]    THREADS    threads per rank [CORES / ranks]
+# Each rank gets OMP_NUM_THREADS = THREADS, or CORES / ranks (at least 1). The global batch grows
+# with the rank count (data parallel), so speedup = samples/s(K ranks) / samples/s(1 rank).
+# THREADS=4 RANKS="1 2 4" on 16 cores models 1, 2 and 4 hosts of 4 cores; unset, the same cores
+# are split among the ranks (1 x 16, 2 x 8, 4 x 4).
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
@@ -24,7 +27,7 @@ MODEL_DIR=$1
 OUT_DIR=${2:-runs/scaling-$(date +%Y%m%d-%H%M%S)}
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -z "${CPUFT:-}" ]]; then
-  if [[ -x "$here/build/lead/apps/cpuft" ]]; then CPUFT=$here/build/lead/apps/cpuft
+  if [[ -x "$here/build/release/apps/cpuft" ]]; then CPUFT=$here/build/release/apps/cpuft
   else CPUFT=$(command -v cpuft || true); fi
 fi
 [[ -n "$CPUFT" && -x "$CPUFT" ]] || { echo "error: no cpuft binary (set CPUFT=...)" >&2; exit 1; }
@@ -36,23 +39,38 @@ RANKS=${RANKS:-1 2 4}
 CORES=${CORES:-$(nproc)}
 MPIRUN=${MPIRUN:-mpirun}
 EXTRA=${EXTRA:-}
+half=$((MAX_STEPS / 2))
+((half >= 1)) || half=1
 [[ -f "$MODEL_DIR/config.json" ]] || { echo "error: $MODEL_DIR/config.json not found" >&2; exit 1; }
 read -r -a extra <<<"$EXTRA"
 command -v "$MPIRUN" >/dev/null || { echo "error: $MPIRUN not found" >&2; exit 1; }
 
-mpi_flags=(--bind-to none --oversubscribe)
-[[ $(id -u) -eq 0 ]] && mpi_flags+=(--allow-run-as-root)
 # Keeps MPI's big temporary buffers mapped (see docs/distributed.md).
 export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=100000000000}
+launcher=$("$MPIRUN" --version 2>&1 | head -n 3 || true)
+# Passes OMP_NUM_THREADS (and the rest) to every rank in the launcher's own syntax.
+launch() {  # launch K THREADS ALLOW cmd...
+  local K=$1 t=$2 allow=$3
+  shift 3
+  if [[ $launcher == *"Open MPI"* || $launcher == *"OpenRTE"* ]]; then
+    local flags=(--bind-to none --oversubscribe)
+    [[ $(id -u) -eq 0 ]] && flags+=(--allow-run-as-root)
+    OMP_NUM_THREADS=$t CPUFT_ALLOW_OVERSUBSCRIPTION=$allow "$MPIRUN" -np "$K" "${flags[@]}" \
+      -x OMP_NUM_THREADS -x CPUFT_ALLOW_OVERSUBSCRIPTION -x GLIBC_TUNABLES "$@"
+  else  # Hydra (MPICH, Intel MPI): -genv; Intel MPI pins each rank to OMP_NUM_THREADS cores
+    "$MPIRUN" -np "$K" -genv OMP_NUM_THREADS "$t" -genv CPUFT_ALLOW_OVERSUBSCRIPTION "$allow" \
+      -genv GLIBC_TUNABLES "$GLIBC_TUNABLES" -genv I_MPI_PIN_DOMAIN omp "$@"
+  fi
+}
 
 mkdir -p "$OUT_DIR"
 results=$OUT_DIR/results.tsv
-printf 'ranks\tthreads_per_rank\tglobal_batch\tsamples_per_s\tspeedup\tefficiency\toversubscribed\tload_before\n' >"$results"
+printf 'ranks\tthreads_per_rank\tglobal_batch\tsamples_per_s\tspeedup\tefficiency\toversubscribed\tload_before\texposed_communication\toverlap_ratio\n' >"$results"
 echo "scaling runs: $(basename "$MODEL_DIR"), task $TASK, $MAX_STEPS steps, batch $BATCH per rank," \
   "host $(hostname), $CORES cores; output $OUT_DIR"
 base=""
 for K in $RANKS; do
-  threads=$((CORES / K))
+  threads=${THREADS:-$((CORES / K))}
   over=no
   if ((threads < 1)); then threads=1; fi
   if ((K * threads > CORES)); then
@@ -68,28 +86,33 @@ for K in $RANKS; do
   echo "run: $K rank(s) x $threads thread(s), load average $load ... (log $log)"
   allow=0
   [[ $over == yes ]] && allow=1
-  if ! OMP_NUM_THREADS=$threads CPUFT_ALLOW_OVERSUBSCRIPTION=$allow \
-    "$MPIRUN" -np "$K" "${mpi_flags[@]}" -x OMP_NUM_THREADS -x CPUFT_ALLOW_OVERSUBSCRIPTION \
-    -x GLIBC_TUNABLES "$CPUFT" train --model_name_or_path "$MODEL_DIR" --task_name "$TASK" \
+  if ! launch "$K" "$threads" "$allow" "$CPUFT" train --model_name_or_path "$MODEL_DIR" --task_name "$TASK" \
     --data_dir "$DATA_DIR" --do_train --max_steps "$MAX_STEPS" \
-    --per_device_train_batch_size "$BATCH" --save_strategy no --logging_steps 1000000 \
+    --per_device_train_batch_size "$BATCH" --save_strategy no --logging_steps "$half" \
     --output_dir "$run_dir" --overwrite_output_dir ${extra[@]+"${extra[@]}"} >"$log" 2>&1; then
     echo "error: the $K-rank run failed; last lines of $log:" >&2
     tail -5 "$log" >&2
     exit 1
   fi
-  sps=$(sed -n 's/.*"train_samples_per_second": *\([0-9.eE+-]*\).*/\1/p' "$run_dir/train_results.json")
-  [[ -n "$sps" ]] || { echo "error: no train_samples_per_second in $run_dir/train_results.json" >&2; exit 1; }
+  # The speed of the second half of the steps (the last log entry): the first steps' warm-up
+  # (first touch of buffers, oneDNN's first calls) is left out.
+  last=$(grep '"samples_per_second"' "$run_dir/log.jsonl" | tail -n 1)
+  field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" <<<"$last"; }
+  sps=$(field samples_per_second)
+  exposed=$(field exposed_communication)
+  overlap=$(field overlap_ratio)
+  [[ -n "$sps" ]] || { echo "error: no samples_per_second in $run_dir/log.jsonl" >&2; exit 1; }
   [[ -z "$base" ]] && base=$sps
   awk -v K="$K" -v t="$threads" -v b="$BATCH" -v s="$sps" -v base="$base" -v o="$over" -v l="$load" \
-    'BEGIN { sp = s / base; printf "%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\n", K, t, K * b, s, sp, sp / K, o, l }' \
+    -v e="${exposed:--}" -v r="${overlap:--}" \
+    'BEGIN { sp = s / base; printf "%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\n", K, t, K * b, s, sp, sp / K, o, l, e, r }' \
     >>"$results"
 done
 
 echo
-awk -F'\t' 'NR == 1 { printf "%6s %9s %13s %10s %8s %10s %15s %6s\n", "ranks", "threads", "global_batch",
-                      "samples/s", "speedup", "efficiency", "oversubscribed", "load"; next }
-            { printf "%6d %9d %13d %10.2f %8.2f %10.2f %15s %6s\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$results"
+awk -F'\t' 'NR == 1 { printf "%6s %9s %13s %10s %8s %10s %15s %6s %8s %8s\n", "ranks", "threads", "global_batch",
+                      "samples/s", "speedup", "efficiency", "oversubscribed", "load", "exposed", "overlap"; next }
+            { printf "%6d %9d %13d %10.2f %8.2f %10.2f %15s %6s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$results"
 if grep -q $'\tyes\t' "$results"; then
   echo "(oversubscribed rows: more ranks x threads than the $CORES cores of this host)"
 fi

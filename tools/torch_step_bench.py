@@ -23,7 +23,10 @@ from transformers import AutoConfig, AutoModelForSequenceClassification
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--config", required=True)
-    p.add_argument("--lengths", required=True)
+    p.add_argument("--lengths", help="sequence lengths, one per line, drawn at random per step")
+    p.add_argument("--batches", help="each step's sequence lengths, one line per step "
+                   "(as cpuft_bench_step --batches: the same batches)")
+    p.add_argument("--json", help="write the per-step times and real token counts here")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
@@ -44,17 +47,27 @@ def main():
     no_decay = [p for n, p in model.named_parameters() if "bias" in n or "LayerNorm" in n]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
                              {"params": no_decay, "weight_decay": 0.0}], lr=2e-5)
-    lengths = [int(x) for x in open(args.lengths).read().split()]
+    if bool(args.lengths) == bool(args.batches):
+        p.error("give one of --lengths and --batches")
     rng = random.Random(1234)
+    if args.batches:
+        step_lengths = [[int(x) for x in line.split()] for line in open(args.batches) if line.strip()]
+        if len(step_lengths) < args.warmup + args.steps:
+            p.error(f"{args.batches} has {len(step_lengths)} batches; need {args.warmup + args.steps}")
+    else:
+        lengths = [int(x) for x in open(args.lengths).read().split()]
+        step_lengths = [[lengths[rng.randrange(len(lengths))] for _ in range(args.batch)]
+                        for _ in range(args.warmup + args.steps)]
     times, tokens = [], []
     for step in range(args.warmup + args.steps):
-        batch_lengths = [lengths[rng.randrange(len(lengths))] for _ in range(args.batch)]
+        batch_lengths = step_lengths[step]
+        B = len(batch_lengths)
         T = args.pad_to if args.pad_to > 0 else max(batch_lengths)
-        ids = torch.randint(0, config.vocab_size, (args.batch, T))
-        mask = torch.zeros(args.batch, T, dtype=torch.long)
+        ids = torch.randint(0, config.vocab_size, (B, T))
+        mask = torch.zeros(B, T, dtype=torch.long)
         for i, n in enumerate(batch_lengths):
             mask[i, :n] = 1
-        labels = torch.randint(0, 2, (args.batch,))
+        labels = torch.randint(0, 2, (B,))
         start = time.perf_counter()
         opt.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
@@ -65,7 +78,11 @@ def main():
         if step >= args.warmup:
             times.append(time.perf_counter() - start)
             tokens.append(sum(batch_lengths))
-    print(f"torch {torch.__version__}, {args.threads} threads, batch {args.batch}, "
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__, "threads": args.threads, "bf16": args.bf16,
+                       "pad_to": args.pad_to, "step_seconds": times, "real_tokens": tokens}, f)
+    print(f"torch {torch.__version__}, {args.threads} threads, batch {len(step_lengths[0])}, "
           f"{'bf16 autocast, ' if args.bf16 else ''}"
           f"{'padded to %d' % args.pad_to if args.pad_to else 'padded to the longest in batch'}: "
           f"median step {statistics.median(times):.3f} s, "
