@@ -61,10 +61,10 @@ for part in $PARTS; do
     scaling)
       echo "== scaling: 1, 2, 4 ranks x $HOST_CORES threads (hosts of $HOST_CORES cores), BERT-base shape, fp32"
       CPUFT=$bin_apps/cpuft MPIRUN=${MPIRUN:-mpirun} THREADS=$HOST_CORES MAX_STEPS=$SCALE_STEPS \
-        "$here/tools/scaling_runs.sh" "$bert" "$out/scaling-hosts" 2>&1 | tee "$out/scaling-hosts.txt"
+        bash "$here/tools/scaling_runs.sh" "$bert" "$out/scaling-hosts" 2>&1 | tee "$out/scaling-hosts.txt"
       echo "== scaling: the $cores cores split among 1, 2, 4 ranks, BERT-base shape, fp32"
       CPUFT=$bin_apps/cpuft MPIRUN=${MPIRUN:-mpirun} MAX_STEPS=$SCALE_STEPS \
-        "$here/tools/scaling_runs.sh" "$bert" "$out/scaling-split" 2>&1 | tee "$out/scaling-split.txt"
+        bash "$here/tools/scaling_runs.sh" "$bert" "$out/scaling-split" 2>&1 | tee "$out/scaling-split.txt"
       ;;
     steps)
       echo "== one step, cpuft vs PyTorch, $cores threads"
