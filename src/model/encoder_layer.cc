@@ -51,8 +51,8 @@ void rowwise_forward(const RowwiseActivations& a, const float* residual, const L
 void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const RowwiseActivations& a,
                       const LayerParams& p, const LayerParams& g, const LayerWeights& w,
                       bf16* grad_b, const EncoderPlans& plans, const PackedRows& rows, int64_t R,
-                      const EncoderDims& dims, const RngKey keys[3],
-                      const EncoderScratch& scratch) {
+                      const EncoderDims& dims, const RngKey keys[3], const EncoderScratch& scratch,
+                      GradListener* listener) {
   const KernelTable& k = kernels();
   const int64_t D = dims.attention.D, F = dims.F;
   float* d_s = d_s1;             // d_s2, later d_s1
@@ -68,8 +68,10 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
   {
     const Operand d_y = as_input(d_tmp, grad_b, R * D);
     plans.ffn_out.backward_weights(g.ffn_out_w, d_y, Operand{a.ffn_act, a.act_b}, R);
+    progress_point(listener);
     k.bias_backward(g.ffn_out_b, d_tmp, R, D);
     plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, R);
+    progress_point(listener);
   }
   // undo: act = gelu(pre)
   k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, R * F);
@@ -77,8 +79,10 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
   {
     const Operand d_y = as_input(d_ffn, grad_b, R * F);
     plans.ffn_in.backward_weights(g.ffn_in_w, d_y, Operand{a.h1, a.h1_b}, R);
+    progress_point(listener);
     k.bias_backward(g.ffn_in_b, d_ffn, R, F);
     plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, R);
+    progress_point(listener);
   }
   add_into(d_h, d_s, R * D);  // residual branch of s2
 
@@ -91,8 +95,10 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
   {
     const Operand d_y = as_input(d_tmp, grad_b, R * D);
     plans.attn_out.backward_weights(g.attn_out_w, d_y, Operand{a.ctx, a.ctx_b}, R);
+    progress_point(listener);
     k.bias_backward(g.attn_out_b, d_tmp, R, D);
     plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, R);
+    progress_point(listener);
   }
 }
 
@@ -115,7 +121,7 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const LayerActivations& a, const LayerParams& p, const LayerParams& g,
                             const LayerBf16Weights* w_b, const EncoderPlans& plans,
                             const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
-                            const EncoderScratch& scratch) {
+                            const EncoderScratch& scratch, GradListener* listener) {
   const KernelTable& k = kernels();
   const int64_t N = batch.N, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
@@ -129,15 +135,17 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
 
   // undo: everything after attention, row by row
   rowwise_backward(d_ctx, d_s1, d_out, rowwise_view(a), p, g, w, grad_b, plans, batch.token_rows(D),
-                   N, dims, keys, scratch);
+                   N, dims, keys, scratch, listener);
   // undo: ctx = attention(qkv)
   attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets, batch.prob_offsets,
                      batch.sample_ids, batch.B, dims.attention, dims.attention_dropout,
                      keys[kAttentionProbs], scratch.attention, scratch.attention_per_thread);
+  progress_point(listener);
   // undo: qkv = x Wqkv^T + bqkv
   {
     const Operand d_y = as_input(d_qkv, grad_b, N * 3 * D);
     plans.qkv.backward_weights(g.qkv_w, d_y, Operand{x, a.x_b}, N);
+    progress_point(listener);
     k.bias_backward(g.qkv_b, d_qkv, N, 3 * D);
     plans.qkv.backward_data(d_x, d_y, w.qkv, N);
   }

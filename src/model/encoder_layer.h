@@ -22,6 +22,7 @@
 #include "gemm/matmul_plan.h"
 #include "model/attention.h"
 #include "model/bf16_weights.h"
+#include "model/grad_listener.h"
 #include "model/model_params.h"
 #include "model/packed_dropout.h"
 
@@ -122,10 +123,12 @@ void rowwise_forward(const RowwiseActivations& a, const float* residual, const L
 // Its backward from d_out (R, D): d_ctx (R, D) and d_s1 (R, D), the gradient of the residual
 // branch, which the caller adds to its input's gradient; parameter gradients accumulate into g.
 // Uses scratch.nd[1] and scratch.nf; d_ctx and d_s1 must be two other (R, D) buffers.
+// `listener` (may be null) hears a progress point after each product (grad_listener.h).
 void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const RowwiseActivations& a,
                       const LayerParams& p, const LayerParams& g, const LayerWeights& w,
                       bf16* grad_b, const EncoderPlans& plans, const PackedRows& rows, int64_t R,
-                      const EncoderDims& dims, const RngKey keys[3], const EncoderScratch& scratch);
+                      const EncoderDims& dims, const RngKey keys[3], const EncoderScratch& scratch,
+                      GradListener* listener = nullptr);
 
 // w_b: the layer's bf16 weights when the plans are bf16, else nullptr.
 void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParams& p,
@@ -134,12 +137,12 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
                            const EncoderScratch& scratch);
 
 // d_x (N, D) overwritten from d_out (N, D); parameter gradients g accumulate. x is the forward
-// input.
+// input. `listener` (may be null) hears a progress point after each product and after attention.
 void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const LayerActivations& a, const LayerParams& p, const LayerParams& g,
                             const LayerBf16Weights* w_b, const EncoderPlans& plans,
                             const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
-                            const EncoderScratch& scratch);
+                            const EncoderScratch& scratch, GradListener* listener = nullptr);
 
 // y += x over n elements (the residual branch's gradient).
 void add_into(float* y, const float* x, int64_t n);

@@ -61,7 +61,8 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
                                 const LayerParams& g, const LayerBf16Weights* w_b,
                                 const EncoderPlans& plans, const FirstTokenPlans& first_plans,
                                 const PackedBatch& batch, const EncoderDims& dims,
-                                const RngKey keys[3], const EncoderScratch& scratch) {
+                                const RngKey keys[3], const EncoderScratch& scratch,
+                                GradListener* listener) {
   const KernelTable& k = kernels();
   const int64_t N = batch.N, B = batch.B, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
@@ -80,12 +81,13 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
 
   // undo: everything after attention, row by row
   rowwise_backward(d_ctx, d_s1, d_out, rowwise_view(a), p, g, w, grad_b, plans,
-                   first_rows(batch, D), B, dims, keys, scratch);
+                   first_rows(batch, D), B, dims, keys, scratch, listener);
   // undo: ctx = attention(q over its sequence's kv)
   first_query_attention_backward(d_q, d_kv, d_ctx, a.q, a.kv, a.probs, batch.seq_offsets,
                                  batch.sample_ids, B, dims.attention, dims.attention_dropout,
                                  keys[kAttentionProbs], scratch.attention,
                                  scratch.attention_per_thread);
+  progress_point(listener);
   // undo: q = x_first Wq^T + bq   (d_x_first into d_ctx's buffer, d_ctx being spent)
   float* d_x_first = d_ctx;
   {
@@ -99,6 +101,7 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
   {
     const Operand d_y = as_input(d_kv, grad_b, N * 2 * D);
     first_plans.kv.backward_weights(d_kv_w, d_y, Operand{x, a.x_b}, N);
+    progress_point(listener);
     k.bias_backward(d_kv_b, d_kv, N, 2 * D);
     first_plans.kv.backward_data(d_x, d_y, qkv.kv_w, N);
   }

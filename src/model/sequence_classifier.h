@@ -14,6 +14,7 @@
 #include "gemm/matmul_plan.h"
 #include "model/batch.h"
 #include "model/bf16_weights.h"
+#include "model/grad_listener.h"
 #include "model/model_config.h"
 #include "model/model_params.h"
 
@@ -45,12 +46,6 @@ struct LossOptions {
   // no labels to smooth, and the caller wiring the flag must refuse it there (HF's LabelSmoother
   // would fail on float targets); set_loss_options() throws cpuft::Error as a last resort.
   float label_smoothing = 0.0f;
-};
-
-class GradListener {
- public:
-  virtual ~GradListener() = default;
-  virtual void on_layer_grads_ready(int layer) = 0;
 };
 
 class SequenceClassifier {

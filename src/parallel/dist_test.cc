@@ -3,6 +3,7 @@
 // Multi-process tests (mpirun) live in tests/parallel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -452,6 +453,79 @@ TEST(GradReducer, FinishBeforeEveryLayerIsABug) {
   }
   EXPECT_THROW(reducer.layer_ready(5), Error) << "a layer reported twice";
   EXPECT_THROW(reducer.layer_ready(42), Error) << "an unknown layer";
+}
+
+TEST(GradReducer, PollTestsTheBucketsInFlight) {
+  ReducerFixture f;
+  FakeCommunicator comm(2);
+  GradReducer reducer(comm, f.plan, f.grads.data(), static_cast<int64_t>(f.grads.size()));
+  reducer.poll();  // outside a step: nothing to test
+  EXPECT_EQ(comm.tests, 0);
+  reducer.layer_ready(5);
+  reducer.layer_ready(4);  // bucket 0 in flight
+  const int tests = comm.tests;
+  reducer.poll();
+  EXPECT_EQ(comm.tests, tests + 1);
+  comm.complete_on_test = true;
+  reducer.poll();  // completes bucket 0
+  reducer.poll();  // nothing in flight: no test of a finished handle
+  EXPECT_EQ(comm.tests, tests + 2);
+}
+
+// The fixture's last bucket is the embeddings [0, 64): 8 dense floats, then 7 rows of 8 floats.
+TEST(GradReducer, SparseRowsExchangeOnlyTheRowsSomeRankTouched) {
+  ReducerFixture f;
+  const std::vector<int64_t> touched = {1, 4, 6};
+  for (int64_t r = 0; r < 7; ++r)
+    for (int64_t i = 0; i < 8; ++i) {
+      const bool nonzero = std::find(touched.begin(), touched.end(), r) != touched.end();
+      f.grads[static_cast<size_t>(8 + r * 8 + i)] =
+          nonzero ? 1.0f + static_cast<float>(r) + 0.125f * static_cast<float>(i) : 0.0f;
+    }
+  const std::vector<float> before = f.grads;
+  FakeCommunicator comm(4);
+  GradReducer reducer(comm, f.plan, f.grads.data(), static_cast<int64_t>(f.grads.size()));
+  reducer.set_sparse_rows({8, 7, 8});
+  for (int step = 0; step < 2; ++step) {
+    comm.ops.clear();
+    f.grads = before;
+    for (const LayerRange& r : f.ranges) reducer.layer_ready(r.layer);
+    reducer.finish();
+    // 3 dense buckets; then the last one's dense part, one flag per row, the 3 touched rows packed.
+    ASSERT_EQ(comm.ops.size(), 6u);
+    EXPECT_EQ(comm.ops[3].data, f.grads.data());
+    EXPECT_EQ(comm.ops[3].n, 8);
+    EXPECT_EQ(comm.ops[4].n, 7);
+    EXPECT_EQ(comm.ops[5].data, f.grads.data() + 8);
+    EXPECT_EQ(comm.ops[5].n, 3 * 8);
+    for (size_t i = 0; i < before.size(); ++i)
+      EXPECT_NEAR(f.grads[i], before[i], 1e-6f * std::abs(before[i]))
+          << "step " << step << " " << i;
+    int64_t dense_floats = 0;
+    for (const Bucket& bucket : f.plan.buckets()) dense_floats += bucket.floats();
+    EXPECT_EQ(reducer.last_stats().floats, dense_floats - 7 * 8 + 7 + 3 * 8);
+  }
+}
+
+TEST(GradReducer, SparseRowsNobodyTouchedSendNoRows) {
+  ReducerFixture f;
+  std::fill(f.grads.begin() + 8, f.grads.begin() + 64, 0.0f);
+  FakeCommunicator comm(2);
+  comm.complete_on_test = true;
+  GradReducer reducer(comm, f.plan, f.grads.data(), static_cast<int64_t>(f.grads.size()));
+  reducer.set_sparse_rows({8, 7, 8});
+  for (const LayerRange& r : f.ranges) reducer.layer_ready(r.layer);
+  reducer.finish();
+  ASSERT_EQ(comm.ops.size(), 5u);  // no rows all-reduce: every rank found the union empty
+  for (int64_t i = 8; i < 64; ++i) EXPECT_EQ(f.grads[static_cast<size_t>(i)], 0.0f) << i;
+}
+
+TEST(GradReducer, SparseRowsMustLieInTheLastBucket) {
+  ReducerFixture f;
+  FakeCommunicator comm(2);
+  GradReducer reducer(comm, f.plan, f.grads.data(), static_cast<int64_t>(f.grads.size()));
+  EXPECT_THROW(reducer.set_sparse_rows({f.plan.buckets()[0].begin, 2, 4}), Error);
+  EXPECT_THROW(reducer.set_sparse_rows({8, 8, 8}), Error) << "past the bucket's end";
 }
 
 TEST(StepTimeline, WritesChromeTraceJson) {

@@ -1,6 +1,7 @@
 #include "parallel/grad_reducer.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/check.h"
 
@@ -21,6 +22,20 @@ GradReducer::GradReducer(Communicator& comm, const BucketPlan& plan, float* grad
   for (const Bucket& bucket : plan.buckets())
     CPUFT_CHECK(bucket.end <= grads_floats, "bucket [", bucket.begin, ", ", bucket.end,
                 ") beyond the gradient buffer of ", grads_floats, " floats");
+}
+
+void GradReducer::set_sparse_rows(const SparseRows& sparse) {
+  CPUFT_CHECK(!in_step_, "set_sparse_rows() inside a step");
+  CPUFT_CHECK(sparse.rows > 0 && sparse.width > 0 && sparse.begin >= 0, "bad sparse rows");
+  const int last = plan_.num_buckets() - 1;
+  const Bucket& bucket = plan_.buckets()[static_cast<size_t>(last)];
+  const int64_t end = sparse.begin + sparse.rows * sparse.width;
+  CPUFT_CHECK(sparse.begin >= bucket.begin && end <= bucket.end, "sparse rows [", sparse.begin,
+              ", ", end, ") are not inside the last bucket [", bucket.begin, ", ", bucket.end, ")");
+  sparse_ = sparse;
+  sparse_bucket_ = last;
+  row_flags_.assign(static_cast<size_t>(sparse.rows), 0.0f);
+  union_rows_.reserve(static_cast<size_t>(sparse.rows));
 }
 
 void GradReducer::begin_step(int64_t step) {
@@ -49,21 +64,30 @@ void GradReducer::layer_ready(int layer) {
   poll_in_flight();
 }
 
+void GradReducer::poll() {
+  if (in_step_ && first_open_ < next_launch_) poll_in_flight();
+}
+
 void GradReducer::launch_ready_buckets() {
   while (next_launch_ < plan_.num_buckets() &&
          pending_layers_[static_cast<size_t>(next_launch_)] == 0) {
     const auto b = static_cast<size_t>(next_launch_);
     const Bucket& bucket = plan_.buckets()[b];
     launched_at_[b] = Clock::now();
-    handles_[b] = comm_.all_reduce_sum_async(grads_ + bucket.begin, bucket.floats(),
-                                             OpContext{next_launch_, step_});
+    if (next_launch_ == sparse_bucket_)
+      sparse_launch(next_launch_);
+    else
+      handles_[b] = comm_.all_reduce_sum_async(grads_ + bucket.begin, bucket.floats(),
+                                               OpContext{next_launch_, step_});
     ++next_launch_;
   }
 }
 
 void GradReducer::poll_in_flight() {
   for (int b = first_open_; b < next_launch_; ++b) {
-    if (!done_[static_cast<size_t>(b)] && comm_.test(handles_[static_cast<size_t>(b)])) complete(b);
+    if (done_[static_cast<size_t>(b)]) continue;
+    if (b == sparse_bucket_ ? sparse_test() : comm_.test(handles_[static_cast<size_t>(b)]))
+      complete(b);
   }
   while (first_open_ < next_launch_ && done_[static_cast<size_t>(first_open_)]) ++first_open_;
 }
@@ -94,7 +118,10 @@ void GradReducer::finish() {
   const Clock::time_point finish_start = Clock::now();
   for (int b = first_open_; b < next_launch_; ++b) {
     if (done_[static_cast<size_t>(b)]) continue;
-    comm_.wait(handles_[static_cast<size_t>(b)]);
+    if (b == sparse_bucket_)
+      sparse_wait();
+    else
+      comm_.wait(handles_[static_cast<size_t>(b)]);
     complete(b);
   }
   const Clock::time_point finish_end = Clock::now();
@@ -108,7 +135,8 @@ void GradReducer::finish() {
   double comm = 0, hidden = 0;
   Clock::time_point covered = Clock::time_point::min();
   for (size_t b = 0; b < done_.size(); ++b) {
-    stats.floats += plan_.buckets()[b].floats();
+    stats.floats +=
+        static_cast<int>(b) == sparse_bucket_ ? sparse_floats_ : plan_.buckets()[b].floats();
     const Clock::time_point start = std::max(launched_at_[b], covered);
     const Clock::time_point end = done_at_[b];
     if (end <= start) continue;
@@ -133,6 +161,104 @@ void GradReducer::finish() {
   in_step_ = false;
   next_launch_ = 0;
   first_open_ = 0;
+}
+
+// ---- the sparse bucket ----
+
+void GradReducer::sparse_launch(int bucket) {
+  const Bucket& range = plan_.buckets()[static_cast<size_t>(bucket)];
+  const OpContext context{bucket, step_};
+  const int64_t rows_end = sparse_.begin + sparse_.rows * sparse_.width;
+  dense_count_ = 0;
+  auto launch_dense = [&](float* data, int64_t n) {
+    if (n <= 0) return;
+    dense_done_[dense_count_] = false;
+    dense_handles_[dense_count_++] = comm_.all_reduce_sum_async(data, n, context);
+  };
+  launch_dense(grads_ + range.begin, sparse_.begin - range.begin);
+  launch_dense(grads_ + rows_end, range.end - rows_end);
+  // One flag per row: does this rank's gradient have a nonzero in it?
+  const float* rows = grads_ + sparse_.begin;
+  const int64_t width = sparse_.width;
+  float* flags = row_flags_.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < sparse_.rows; ++r) {
+    const float* row = rows + r * width;
+    float any = 0.0f;
+    for (int64_t i = 0; i < width; ++i)
+      if (row[i] != 0.0f) any = 1.0f;
+    flags[r] = any;
+  }
+  flags_handle_ = comm_.all_reduce_sum_async(flags, sparse_.rows, context);
+  sparse_floats_ = range.floats() - sparse_.rows * width + sparse_.rows;
+  sparse_phase_ = SparsePhase::flags;
+}
+
+bool GradReducer::sparse_test() {
+  bool dense = true;
+  for (int i = 0; i < dense_count_; ++i) {
+    if (!dense_done_[i] && comm_.test(dense_handles_[i])) dense_done_[i] = true;
+    dense = dense && dense_done_[i];
+  }
+  if (sparse_phase_ == SparsePhase::flags && comm_.test(flags_handle_)) sparse_pack_and_launch();
+  if (sparse_phase_ == SparsePhase::rows && comm_.test(rows_handle_)) sparse_unpack();
+  return dense && sparse_phase_ == SparsePhase::done;
+}
+
+void GradReducer::sparse_wait() {
+  for (int i = 0; i < dense_count_; ++i)
+    if (!dense_done_[i]) {
+      comm_.wait(dense_handles_[i]);
+      dense_done_[i] = true;
+    }
+  if (sparse_phase_ == SparsePhase::flags) {
+    comm_.wait(flags_handle_);
+    sparse_pack_and_launch();
+  }
+  if (sparse_phase_ == SparsePhase::rows) {
+    comm_.wait(rows_handle_);
+    sparse_unpack();
+  }
+}
+
+// The union's rows move to the front of the range, in order (row union_rows_[k] to row k <= it),
+// and are all-reduced there. Every rank has the same flag sums, so the same union and count.
+void GradReducer::sparse_pack_and_launch() {
+  union_rows_.clear();
+  for (int64_t r = 0; r < sparse_.rows; ++r)
+    if (row_flags_[static_cast<size_t>(r)] > 0.0f) union_rows_.push_back(r);
+  const int64_t width = sparse_.width, count = static_cast<int64_t>(union_rows_.size());
+  float* rows = grads_ + sparse_.begin;
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t r = union_rows_[static_cast<size_t>(k)];
+    if (r != k) std::memcpy(rows + k * width, rows + r * width, sizeof(float) * width);
+  }
+  sparse_floats_ += count * width;
+  if (count == 0) {
+    sparse_phase_ = SparsePhase::done;
+    return;
+  }
+  rows_handle_ = comm_.all_reduce_sum_async(rows, count * width, OpContext{sparse_bucket_, step_});
+  sparse_phase_ = SparsePhase::rows;
+}
+
+// Back to their places, from the last (row k goes to union_rows_[k] >= k, whose own packed row has
+// already left); then the front rows that are not in the union, which hold stale packed rows, are
+// zeroed. Rows past the union's count that are not in it were never moved and are zero here.
+void GradReducer::sparse_unpack() {
+  const int64_t width = sparse_.width, count = static_cast<int64_t>(union_rows_.size());
+  float* rows = grads_ + sparse_.begin;
+  for (int64_t k = count - 1; k >= 0; --k) {
+    const int64_t r = union_rows_[static_cast<size_t>(k)];
+    if (r != k) std::memcpy(rows + r * width, rows + k * width, sizeof(float) * width);
+  }
+  size_t next = 0;  // the first union row >= r
+  for (int64_t r = 0; r < count; ++r) {
+    while (next < union_rows_.size() && union_rows_[next] < r) ++next;
+    if (next < union_rows_.size() && union_rows_[next] == r) continue;
+    std::memset(rows + r * width, 0, sizeof(float) * width);
+  }
+  sparse_phase_ = SparsePhase::done;
 }
 
 }  // namespace cpuft

@@ -1,13 +1,14 @@
 // GradReducer: averages gradients over the ranks while the backward pass is still running.
 //
-// Note (progress of non-blocking all-reduces): we poll between layers, with no communication
-// thread. Open MPI's non-blocking collectives (libnbc over the tcp/vader transports) move data
-// only while some MPI call runs on the issuing thread; a progress thread would have to spin inside
-// MPI_Test on a core that the backward pass's OpenMP threads are using (2 cores per rank here), and
-// MPI_THREAD_MULTIPLE costs locks in every call. Instead every layer_ready() call tests the
-// outstanding buckets, which drives their next rounds: with one encoder layer per bucket, each
-// bucket gets one progress kick per layer of backward, and finish() drains what is left. The cost
-// is visible and measured: a bucket's completion is observed only at the next layer boundary, and
+// Note (progress of non-blocking all-reduces): we poll between the products of backward (about ten
+// times per encoder layer: GradListener::on_progress_point) and at every layer, with no
+// communication thread. Open MPI's non-blocking collectives (libnbc over the tcp/vader transports)
+// move data only while some MPI call runs on the issuing thread; a progress thread would have to
+// spin inside MPI_Test on a core that the backward pass's OpenMP threads are using (2 cores per
+// rank here), and MPI_THREAD_MULTIPLE costs locks in every call. Instead every poll() and
+// layer_ready() call tests the outstanding buckets, which drives their next rounds: a bucket gets a
+// progress kick after every product of backward, and finish() drains what is left. The cost is
+// visible and measured: a bucket's completion is observed only at the next product boundary, and
 // the part of communication that did not fit under backward shows up as finish() time
 // (ReduceStats::exposed_seconds); docs/distributed.md has the figures. With the oneCCL communicator
 // the same polls only read completion: oneCCL's own worker thread moves the data (one core per rank
@@ -52,9 +53,27 @@ class GradReducer {
   // All gradients of `layer` are final. Launches every bucket that is now complete (in plan
   // order), then tests the buckets in flight. CPUFT_CHECK on an unknown or repeated layer.
   void layer_ready(int layer);
+  // Tests the buckets in flight (their next rounds start inside the test): the backward pass calls
+  // it between its products, so that a bucket keeps moving while a layer is computed. Cheap when
+  // nothing is in flight.
+  void poll();
   // Waits for every bucket (cpuft::Error after the communicator's timeout, naming rank, bucket and
   // step), then scales by 1 / world_size. CPUFT_CHECK if a layer was never reported.
   void finish();
+
+  // Floats [begin, begin + rows x width) of the gradient are rows that are mostly zero in every
+  // step: the word-embedding table, of which a batch looks up a few hundred rows out of tens of
+  // thousands. Their bucket then exchanges only the rows some rank touched, exactly: a flag per
+  // row first (all-reduced: the union of the ranks' nonzero rows, the same on every rank), then
+  // those rows, packed to the front of the range in place and unpacked after. A row outside the
+  // union is zero on every rank, so its sum is zero, as the dense all-reduce would give. The range
+  // must lie in the plan's last bucket (the rows' all-reduce starts when the flags are in, after
+  // every other bucket was launched, so every rank issues the collectives in the same order);
+  // CPUFT_CHECK otherwise. Call before the first step.
+  struct SparseRows {
+    int64_t begin = 0, rows = 0, width = 0;
+  };
+  void set_sparse_rows(const SparseRows& sparse);
 
   const ReduceStats& last_stats() const { return stats_; }
   // Events per bucket ("allreduce", tid 1) and finish() ("exposed_comm", tid 0); nullptr: none.
@@ -66,6 +85,13 @@ class GradReducer {
   void launch_ready_buckets();
   void poll_in_flight();
   void complete(int bucket);
+  // The sparse bucket (set_sparse_rows): launch its dense parts and the row flags; advance it
+  // without blocking (true when all of it is done); or block until it is.
+  void sparse_launch(int bucket);
+  bool sparse_test();
+  void sparse_wait();
+  void sparse_pack_and_launch();
+  void sparse_unpack();
 
   Communicator& comm_;
   const BucketPlan& plan_;
@@ -79,6 +105,18 @@ class GradReducer {
   int first_open_ = 0;   // buckets before it are complete
   bool in_step_ = false;
   int64_t step_ = -1;
+  // The sparse bucket's state: its phases, in order, and the buffers they use (sized once).
+  enum class SparsePhase { flags, rows, done };
+  SparseRows sparse_;
+  int sparse_bucket_ = -1;  // -1: none
+  SparsePhase sparse_phase_ = SparsePhase::done;
+  std::vector<float> row_flags_;     // (rows): 1 where this rank's row is nonzero, then the sums
+  std::vector<int64_t> union_rows_;  // the rows with a nonzero flag sum, ascending
+  Communicator::Handle flags_handle_{}, rows_handle_{};
+  Communicator::Handle dense_handles_[2] = {};  // the bucket's floats before and after the rows
+  int dense_count_ = 0;
+  bool dense_done_[2] = {false, false};
+  int64_t sparse_floats_ = 0;  // floats the sparse bucket all-reduced this step
   ReduceStats stats_;
   StepTimeline* timeline_ = nullptr;
 };

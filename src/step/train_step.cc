@@ -56,6 +56,11 @@ void TrainStep::Fanout::on_layer_grads_ready(int layer) {
   if (listener) listener->on_layer_grads_ready(layer);
 }
 
+void TrainStep::Fanout::on_progress_point() {
+  if (reducer) reducer->poll();
+  if (listener) listener->on_progress_point();
+}
+
 void TrainStep::observe(StepPhase phase, int64_t step, int micro, Clock::time_point begin,
                         Clock::time_point end) const {
   if (observer_) observer_->on_phase(PhaseTime{phase, step, micro, begin, end});
@@ -128,6 +133,15 @@ std::vector<LayerRange> backward_layer_ranges(const ParamLayout& layout) {
     ranges.push_back(LayerRange{layer, begin, end});
   }
   return ranges;
+}
+
+GradReducer::SparseRows word_embedding_rows(const ParamLayout& layout) {
+  for (const ParamSpec& spec : layout.specs())
+    if (spec.kind == ParamKind::embedding && spec.layer == kEmbeddingsLayer &&
+        spec.name.ends_with("word_embeddings.weight") && spec.shape.size() == 2)
+      return {spec.offset, spec.shape[0], spec.shape[1]};
+  CPUFT_CHECK(false, "no word-embedding table in the parameter layout");
+  return {};
 }
 
 }  // namespace cpuft

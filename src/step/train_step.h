@@ -111,6 +111,7 @@ class TrainStep {
   // the caller's listener.
   struct Fanout final : GradListener {
     void on_layer_grads_ready(int layer) override;
+    void on_progress_point() override;  // the reducer's buckets in flight make progress
     bool empty() const { return reducer == nullptr && listener == nullptr; }
     GradReducer* reducer = nullptr;
     GradListener* listener = nullptr;
@@ -131,5 +132,9 @@ class TrainStep {
 // Every layer's parameter range in the order backward finishes them (classifier, pooler, layers
 // L-1 .. 0, embeddings): what a BucketPlan groups into all-reduce buckets.
 std::vector<LayerRange> backward_layer_ranges(const ParamLayout& layout);
+
+// The word-embedding table (V, E) as rows GradReducer may exchange sparsely: a batch looks up a
+// few hundred of its rows, and the other rows' gradients are exactly zero.
+GradReducer::SparseRows word_embedding_rows(const ParamLayout& layout);
 
 }  // namespace cpuft

@@ -274,6 +274,10 @@ void Trainer::prepare() {
     s.reducer = std::make_unique<GradReducer>(*s.dist.comm, *s.buckets, s.grads.data(),
                                               s.layout->total_floats());
     if (!c.timeline_dir.empty()) s.reducer->set_timeline(&s.timeline);
+    // A batch looks up a few hundred rows of the word-embedding table; only those rows of its
+    // gradient are nonzero, and only the rows some rank touched are exchanged (the same sums;
+    // MiniLM: 47 of its 91 MB per step, in the bucket backward finishes last).
+    s.reducer->set_sparse_rows(word_embedding_rows(*s.layout));
   }
   for (const std::string& line : describe_ranks(s.dist)) s.info(line);
 

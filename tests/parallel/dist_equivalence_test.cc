@@ -124,6 +124,8 @@ int run(const std::string& backend) {
   const BucketPlan plan(backward_layer_ranges(layout), 16 * 1024, 1024);
   CPUFT_REQUIRE(plan.num_buckets() >= 3, "expected several buckets, got ", plan.num_buckets());
   GradReducer reducer(*comm, plan, part.grads.data(), layout.total_floats());
+  // As cpuft train: the ranks' halves look up different word-embedding rows, exchanged sparsely.
+  reducer.set_sparse_rows(word_embedding_rows(layout));
   part.step.set_reducer(&reducer);
   GradientsAt whole_step0(0), part_step0(0);
   whole.step.set_observer(&whole_step0);

@@ -15,6 +15,9 @@
 #
 # Exit status: PROGRAM's (through mpirun), 77 (CTest SKIP) when network namespaces cannot be made
 # here (not root, or no CAP_SYS_ADMIN in a container).
+# Each host gets its own half of this machine's cores (taskset; the first host the first half), as
+# two real hosts would: a rank that owns its host pins its threads from the first core it may use,
+# so two hosts sharing every core would both compute on core 0.
 # Link speed emulation for scaling runs: NETEM_RATE=1gbit adds `tc qdisc ... netem rate` on both
 # veth ends; LINK_RATE=50mbit a token bucket (`tc qdisc ... tbf`) instead, for kernels without
 # netem (sch_netem is a module some kernels lack; sch_tbf is more often there).
@@ -62,6 +65,10 @@ for pair in "$ns1 $veth1" "$ns2 $veth2"; do
   fi
 done
 
+half=$(($(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) / 2))  # nproc alone obeys OMP_NUM_THREADS
+cpus1=0 cpus2=0
+if [ "$half" -ge 1 ]; then cpus1="0-$((half - 1))" cpus2="$half-$((2 * half - 1))"; fi
+
 # Launch agent: Open MPI runs "AGENT [options] HOST COMMAND..." as it would run ssh.
 cat > "$work/agent.sh" <<AGENT
 #!/bin/sh
@@ -69,24 +76,24 @@ while [ "\${1#-}" != "\$1" ]; do shift; done   # ssh-style options, if any
 host=\$1
 shift
 case "\$host" in
-  198.18.0.1) ns=$ns1 ;;
-  198.18.0.2) ns=$ns2 ;;
+  198.18.0.1) ns=$ns1 cpus=$cpus1 ;;
+  198.18.0.2) ns=$ns2 cpus=$cpus2 ;;
   *) echo "netns agent: unknown host '\$host' (only 198.18.0.1 and 198.18.0.2 exist)" >&2; exit 1 ;;
 esac
-exec ip netns exec "\$ns" sh -c "\$*"
+exec ip netns exec "\$ns" taskset -c "\$cpus" sh -c "\$*"
 AGENT
 chmod +x "$work/agent.sh"
 printf '198.18.0.1 slots=1\n198.18.0.2 slots=1\n' > "$work/hostfile"
 
-echo "netns_hosts: hosts 198.18.0.1 ($ns1) and 198.18.0.2 ($ns2) joined by $veth1-$veth2"
+echo "netns_hosts: hosts 198.18.0.1 ($ns1, cores $cpus1) and 198.18.0.2 ($ns2, cores $cpus2) joined by $veth1-$veth2"
 status=0
 if [ "$mpirun" = "--torchrun" ]; then
   launcher="$(dirname "$0")/torchrun_style.sh"
   port=$((20000 + RANDOM % 20000))
   for node in 0 1; do
-    ns=$ns1
-    [ "$node" -eq 1 ] && ns=$ns2
-    ip netns exec "$ns" env OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "$launcher" --nnodes 2 \
+    ns=$ns1 cpus=$cpus1
+    [ "$node" -eq 1 ] && ns=$ns2 cpus=$cpus2
+    ip netns exec "$ns" taskset -c "$cpus" env OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "$launcher" --nnodes 2 \
       --node_rank "$node" --nproc_per_node 1 --master_addr 198.18.0.1 --master_port "$port" \
       --timeout 60 "${program[@]}" > "$work/output.$node" 2>&1 &
     eval "pid$node=\$!"
@@ -96,7 +103,7 @@ if [ "$mpirun" = "--torchrun" ]; then
   cat "$work/output.0" "$work/output.1" | tee "$work/output"
   [ "$status" -eq 0 ] || { echo "netns_hosts: FAILED: a node exited with $status"; exit 1; }
 else
-timeout -k 5 60 ip netns exec "$ns1" "$mpirun" --allow-run-as-root --oversubscribe --bind-to none \
+timeout -k 5 60 ip netns exec "$ns1" taskset -c "$cpus1" "$mpirun" --allow-run-as-root --oversubscribe --bind-to none \
   -np 2 --hostfile "$work/hostfile" --mca plm_rsh_agent "$work/agent.sh" \
   --mca btl tcp,self --mca btl_tcp_if_include 198.18.0.0/15 \
   --mca oob_tcp_if_include 198.18.0.0/15 \
