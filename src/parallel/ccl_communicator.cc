@@ -212,6 +212,16 @@ class CclCommunicator final : public Communicator {
     return ops_.activate(op, n, context);
   }
 
+  Handle all_reduce_sum_bf16_async(bf16* data, int64_t n, const OpContext& context) override {
+    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " bf16 values");
+    auto& op = ops_.acquire();
+    guard("ccl::allreduce", [&] {
+      op.request = ccl::allreduce(data, data, static_cast<size_t>(n), ccl::datatype::bfloat16,
+                                  ccl::reduction::sum, *comm_);
+    });
+    return ops_.activate(op, n, context);
+  }
+
   bool test(Handle handle) override {
     auto& op = ops_.get(handle);
     const bool done = tested(op.request);

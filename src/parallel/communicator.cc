@@ -36,6 +36,14 @@ Communicator::Handle SingleProcessCommunicator::all_reduce_sum_async(float* data
   return Handle{0, ++generation_};
 }
 
+Communicator::Handle SingleProcessCommunicator::all_reduce_sum_bf16_async(bf16* data, int64_t n,
+                                                                          const OpContext&) {
+  CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " bf16 values");
+  CPUFT_CHECK(!outstanding_, "the single-process communicator holds one handle at a time");
+  outstanding_ = true;
+  return Handle{0, ++generation_};
+}
+
 bool SingleProcessCommunicator::test(Handle handle) {
   wait(handle);
   return true;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "parallel/launcher.h"
 
 namespace cpuft {
@@ -42,6 +43,10 @@ class Communicator {
   // In-place sum of data[0, n) over all ranks. Every rank must start the same all-reduces in the
   // same order (MPI's rule for non-blocking collectives; BucketPlan order guarantees it).
   virtual Handle all_reduce_sum_async(float* data, int64_t n, const OpContext& context = {}) = 0;
+  // The same over bf16 values: each pairwise sum is computed in fp32 and rounded to bf16 (round to
+  // nearest even), as NCCL and gloo sum bf16 tensors for PyTorch DDP's bf16 compression hook.
+  virtual Handle all_reduce_sum_bf16_async(bf16* data, int64_t n,
+                                           const OpContext& context = {}) = 0;
   // True when the operation has completed (then the handle is released). Drives progress.
   virtual bool test(Handle handle) = 0;
   // Blocks until completion or timeout_seconds() (then cpuft::Error).
@@ -68,6 +73,7 @@ class SingleProcessCommunicator final : public Communicator {
  public:
   SingleProcessCommunicator();
   Handle all_reduce_sum_async(float* data, int64_t n, const OpContext& context = {}) override;
+  Handle all_reduce_sum_bf16_async(bf16* data, int64_t n, const OpContext& context = {}) override;
   bool test(Handle handle) override;
   void wait(Handle handle) override;
   void broadcast(void* bytes, int64_t size, int root) override;

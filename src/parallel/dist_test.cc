@@ -324,10 +324,11 @@ class FakeCommunicator final : public Communicator {
  public:
   explicit FakeCommunicator(int world) : Communicator(0, world) {}
   struct Op {
-    float* data;
+    float* data;  // nullptr for a bf16 all-reduce
     int64_t n;
     OpContext context;
     bool done = false;
+    bf16* half = nullptr;
   };
   std::vector<Op> ops;
   bool complete_on_test = false;
@@ -335,6 +336,10 @@ class FakeCommunicator final : public Communicator {
 
   Handle all_reduce_sum_async(float* data, int64_t n, const OpContext& context) override {
     ops.push_back({data, n, context});
+    return Handle{static_cast<int32_t>(ops.size() - 1), 1};
+  }
+  Handle all_reduce_sum_bf16_async(bf16* data, int64_t n, const OpContext& context) override {
+    ops.push_back({nullptr, n, context, false, data});
     return Handle{static_cast<int32_t>(ops.size() - 1), 1};
   }
   bool test(Handle h) override {
@@ -358,7 +363,13 @@ class FakeCommunicator final : public Communicator {
 
  private:
   void finish_op(Op& op) {
-    for (int64_t i = 0; i < op.n; ++i) op.data[i] *= static_cast<float>(world_size());
+    const auto world = static_cast<float>(world_size());
+    for (int64_t i = 0; i < op.n; ++i) {
+      if (op.half != nullptr)
+        op.half[i] = round_to_bf16(to_float(op.half[i]) * world);
+      else
+        op.data[i] *= world;
+    }
     op.done = true;
   }
 };
@@ -504,6 +515,37 @@ TEST(GradReducer, SparseRowsExchangeOnlyTheRowsSomeRankTouched) {
     int64_t dense_floats = 0;
     for (const Bucket& bucket : f.plan.buckets()) dense_floats += bucket.floats();
     EXPECT_EQ(reducer.last_stats().floats, dense_floats - 7 * 8 + 7 + 3 * 8);
+  }
+}
+
+// bf16 exchange: every bucket travels as bf16 from the staging copy, averaged before it is rounded,
+// and lands back in the fp32 gradient; the sparse rows' flags stay fp32.
+TEST(GradReducer, Bf16ExchangeGoesThroughTheStagingCopy) {
+  ReducerFixture f;
+  for (size_t i = 0; i < f.grads.size(); ++i)
+    f.grads[i] = 0.5f + static_cast<float>(i % 7) + 1e-3f * static_cast<float>(i % 5);
+  for (int64_t i = 8 + 2 * 8; i < 64; ++i) f.grads[static_cast<size_t>(i)] = 0;  // rows 2-6
+  const std::vector<float> before = f.grads;
+  FakeCommunicator comm(4);
+  comm.complete_on_test = true;
+  GradReducer reducer(comm, f.plan, f.grads.data(), static_cast<int64_t>(f.grads.size()));
+  reducer.set_sparse_rows({8, 7, 8});
+  reducer.set_bf16_exchange(true);
+  for (const LayerRange& r : f.ranges) reducer.layer_ready(r.layer);
+  reducer.finish();
+  ASSERT_EQ(comm.ops.size(), 6u);
+  for (size_t k = 0; k < comm.ops.size(); ++k)
+    EXPECT_EQ(comm.ops[k].half == nullptr, k == 4) << "op " << k << ": only the flags are fp32";
+  EXPECT_EQ(comm.ops[5].n, 2 * 8) << "rows 0 and 1";
+  std::vector<bool> exchanged(before.size());
+  for (const Bucket& bucket : f.plan.buckets())
+    for (int64_t i = bucket.begin; i < bucket.end; ++i) exchanged[static_cast<size_t>(i)] = true;
+  for (size_t i = 0; i < before.size(); ++i) {
+    if (!exchanged[i]) continue;  // alignment padding between buckets
+    // One rounding of x / 4 to bf16 (half a unit in the last of 8 significant bits: at most 2^-8
+    // of x), then x 4 exactly.
+    EXPECT_NEAR(f.grads[i], before[i], std::abs(before[i]) / 256) << i;
+    EXPECT_EQ(f.grads[i], to_float(round_to_bf16(before[i] / 4)) * 4) << i;
   }
 }
 

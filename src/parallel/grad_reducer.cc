@@ -12,6 +12,7 @@ GradReducer::GradReducer(Communicator& comm, const BucketPlan& plan, float* grad
     : comm_(comm),
       plan_(plan),
       grads_(grads),
+      grads_floats_(grads_floats),
       pending_layers_(static_cast<size_t>(plan.num_buckets())),
       reported_(plan.ranges().size()),
       handles_(static_cast<size_t>(plan.num_buckets())),
@@ -36,6 +37,28 @@ void GradReducer::set_sparse_rows(const SparseRows& sparse) {
   sparse_bucket_ = last;
   row_flags_.assign(static_cast<size_t>(sparse.rows), 0.0f);
   union_rows_.reserve(static_cast<size_t>(sparse.rows));
+}
+
+void GradReducer::set_bf16_exchange(bool on) {
+  CPUFT_CHECK(!in_step_, "set_bf16_exchange() inside a step");
+  bf16_ = on;
+  staging_.assign(on ? static_cast<size_t>(grads_floats_) : 0, bf16{0});
+}
+
+Communicator::Handle GradReducer::launch(float* data, int64_t n, const OpContext& context) {
+  if (!bf16_) return comm_.all_reduce_sum_async(data, n, context);
+  bf16* staged = staging_.data() + (data - grads_);
+  const float scale = 1.0f / static_cast<float>(comm_.world_size());
+#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) staged[i] = round_to_bf16(data[i] * scale);
+  return comm_.all_reduce_sum_bf16_async(staged, n, context);
+}
+
+void GradReducer::landed(float* data, int64_t n) {
+  if (!bf16_) return;
+  const bf16* staged = staging_.data() + (data - grads_);
+#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) data[i] = to_float(staged[i]);
 }
 
 void GradReducer::begin_step(int64_t step) {
@@ -77,8 +100,7 @@ void GradReducer::launch_ready_buckets() {
     if (next_launch_ == sparse_bucket_)
       sparse_launch(next_launch_);
     else
-      handles_[b] = comm_.all_reduce_sum_async(grads_ + bucket.begin, bucket.floats(),
-                                               OpContext{next_launch_, step_});
+      handles_[b] = launch(grads_ + bucket.begin, bucket.floats(), OpContext{next_launch_, step_});
     ++next_launch_;
   }
 }
@@ -96,14 +118,20 @@ void GradReducer::complete(int bucket) {
   const auto b = static_cast<size_t>(bucket);
   done_at_[b] = Clock::now();
   done_[b] = 1;
-  if (comm_.world_size() > 1) {
-    const Bucket& range = plan_.buckets()[b];
-    const float scale = 1.0f / static_cast<float>(comm_.world_size());
-    float* data = grads_ + range.begin;
-    const int64_t n = range.floats();
-#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) data[i] *= scale;
+  if (comm_.world_size() == 1) return;
+  const Bucket& range = plan_.buckets()[b];
+  if (bf16_) {  // averaged before the exchange; widen what arrived (the sparse rows already are)
+    if (bucket == sparse_bucket_)
+      for (int i = 0; i < dense_count_; ++i) landed(dense_data_[i], dense_floats_[i]);
+    else
+      landed(grads_ + range.begin, range.floats());
+    return;
   }
+  const float scale = 1.0f / static_cast<float>(comm_.world_size());
+  float* data = grads_ + range.begin;
+  const int64_t n = range.floats();
+#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) data[i] *= scale;
 }
 
 void GradReducer::finish() {
@@ -173,7 +201,9 @@ void GradReducer::sparse_launch(int bucket) {
   auto launch_dense = [&](float* data, int64_t n) {
     if (n <= 0) return;
     dense_done_[dense_count_] = false;
-    dense_handles_[dense_count_++] = comm_.all_reduce_sum_async(data, n, context);
+    dense_data_[dense_count_] = data;
+    dense_floats_[dense_count_] = n;
+    dense_handles_[dense_count_++] = launch(data, n, context);
   };
   launch_dense(grads_ + range.begin, sparse_.begin - range.begin);
   launch_dense(grads_ + rows_end, range.end - rows_end);
@@ -238,7 +268,7 @@ void GradReducer::sparse_pack_and_launch() {
     sparse_phase_ = SparsePhase::done;
     return;
   }
-  rows_handle_ = comm_.all_reduce_sum_async(rows, count * width, OpContext{sparse_bucket_, step_});
+  rows_handle_ = launch(rows, count * width, OpContext{sparse_bucket_, step_});
   sparse_phase_ = SparsePhase::rows;
 }
 
@@ -248,6 +278,7 @@ void GradReducer::sparse_pack_and_launch() {
 void GradReducer::sparse_unpack() {
   const int64_t width = sparse_.width, count = static_cast<int64_t>(union_rows_.size());
   float* rows = grads_ + sparse_.begin;
+  landed(rows, count * width);
   for (int64_t k = count - 1; k >= 0; --k) {
     const int64_t r = union_rows_[static_cast<size_t>(k)];
     if (r != k) std::memcpy(rows + r * width, rows + k * width, sizeof(float) * width);

@@ -75,6 +75,14 @@ class GradReducer {
   };
   void set_sparse_rows(const SparseRows& sparse);
 
+  // Exchanges bf16 instead of fp32 gradients (half the bytes), as PyTorch DDP's
+  // bf16_compress_hook: each rank divides its gradient by the world size and rounds it to bf16
+  // into a staging copy (2 bytes per parameter, allocated here), the copies are summed (each pair
+  // in fp32, rounded to bf16: Communicator::all_reduce_sum_bf16_async) and the sum is widened back
+  // into the fp32 gradient. The sparse rows' flags stay fp32. Call before the first step.
+  void set_bf16_exchange(bool on);
+  bool bf16_exchange() const { return bf16_; }
+
   const ReduceStats& last_stats() const { return stats_; }
   // Events per bucket ("allreduce", tid 1) and finish() ("exposed_comm", tid 0); nullptr: none.
   void set_timeline(StepTimeline* timeline) { timeline_ = timeline; }
@@ -85,6 +93,10 @@ class GradReducer {
   void launch_ready_buckets();
   void poll_in_flight();
   void complete(int bucket);
+  // An all-reduce of grads_[data - grads_, + n): fp32 in place, or through the bf16 staging copy
+  // (averaged before it is rounded); landed() widens a finished bf16 one back into the gradient.
+  Communicator::Handle launch(float* data, int64_t n, const OpContext& context);
+  void landed(float* data, int64_t n);
   // The sparse bucket (set_sparse_rows): launch its dense parts and the row flags; advance it
   // without blocking (true when all of it is done); or block until it is.
   void sparse_launch(int bucket);
@@ -96,6 +108,7 @@ class GradReducer {
   Communicator& comm_;
   const BucketPlan& plan_;
   float* grads_;
+  int64_t grads_floats_;
   std::vector<int> pending_layers_;  // per bucket: layers not yet reported
   std::vector<uint8_t> reported_;    // per plan range: layer reported this step
   std::vector<Communicator::Handle> handles_;
@@ -105,6 +118,8 @@ class GradReducer {
   int first_open_ = 0;   // buckets before it are complete
   bool in_step_ = false;
   int64_t step_ = -1;
+  bool bf16_ = false;
+  std::vector<bf16> staging_;  // bf16 exchange: a copy of the gradient buffer's layout
   // The sparse bucket's state: its phases, in order, and the buffers they use (sized once).
   enum class SparsePhase { flags, rows, done };
   SparseRows sparse_;
@@ -114,6 +129,8 @@ class GradReducer {
   std::vector<int64_t> union_rows_;  // the rows with a nonzero flag sum, ascending
   Communicator::Handle flags_handle_{}, rows_handle_{};
   Communicator::Handle dense_handles_[2] = {};  // the bucket's floats before and after the rows
+  float* dense_data_[2] = {nullptr, nullptr};
+  int64_t dense_floats_[2] = {0, 0};
   int dense_count_ = 0;
   bool dense_done_[2] = {false, false};
   int64_t sparse_floats_ = 0;  // floats the sparse bucket all-reduced this step

@@ -25,6 +25,14 @@ namespace {
 
 bool g_mpi_communicator_alive = false;
 
+// MPI has no bf16 type: the values travel as MPI_UINT16_T and this op sums them, each pair in fp32
+// rounded back to bf16 (round_to_bf16), as NCCL sums bf16.
+void bf16_sum(void* in, void* inout, int* length, MPI_Datatype*) {
+  const auto* a = static_cast<const bf16*>(in);
+  auto* b = static_cast<bf16*>(inout);
+  for (int i = 0; i < *length; ++i) b[i] = round_to_bf16(to_float(a[i]) + to_float(b[i]));
+}
+
 MPI_Request null_request() {
   return MPI_REQUEST_NULL;
 }
@@ -71,6 +79,7 @@ class MpiCommunicator final : public Communicator {
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(comm_, &world_size_), "MPI_Comm_size");
+    check(MPI_Op_create(bf16_sum, /*commute=*/1, &bf16_sum_), "MPI_Op_create");
     if (launch.launched() && (launch.world_size != world_size_ || launch.rank != rank_)) {
       const std::string message = str(launch.launcher, " says rank ", launch.rank, " of ",
                                       launch.world_size, " but MPI sees rank ", rank_, " of ",
@@ -91,6 +100,7 @@ class MpiCommunicator final : public Communicator {
     // MPI_Finalize synchronises with the peers: after a failure, or with operations in flight, it
     // could wait forever for a lost rank. Exit without it; the launcher reports the others.
     if (failed_ || ops_.any_busy() || std::uncaught_exceptions() > 0) return;
+    MPI_Op_free(&bf16_sum_);
     MPI_Comm_free(&comm_);
     if (owns_mpi_) MPI_Finalize();
   }
@@ -101,6 +111,17 @@ class MpiCommunicator final : public Communicator {
                   " floats exceeds MPI's int count; use smaller buckets (--bucket_cap_mb)");
     auto& op = ops_.acquire();
     check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_,
+                         &op.request),
+          "MPI_Iallreduce");
+    return ops_.activate(op, n, context);
+  }
+
+  Handle all_reduce_sum_bf16_async(bf16* data, int64_t n, const OpContext& context) override {
+    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " bf16 values");
+    CPUFT_REQUIRE(n <= INT_MAX, "rank ", rank_, ": an all-reduce of ", n,
+                  " values exceeds MPI's int count; use smaller buckets (--bucket_cap_mb)");
+    auto& op = ops_.acquire();
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_UINT16_T, bf16_sum_, comm_,
                          &op.request),
           "MPI_Iallreduce");
     return ops_.activate(op, n, context);
@@ -200,6 +221,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Op bf16_sum_ = MPI_OP_NULL;
   bool owns_mpi_ = false;
   bool failed_ = false;
   PendingOps<MPI_Request, null_request> ops_;

@@ -84,6 +84,9 @@ struct TrainConfig {
   // Distribution (cpuft additions, and TrainingArguments' ddp_* mapped onto them)
   std::string dist_backend = "auto";  // auto | mpi | ccl | single
   double bucket_cap_mb = 25;          // gradient bucket size, as DDP's bucket_cap_mb
+  // The dtype the gradients travel in between ranks: float32, or bfloat16 as PyTorch DDP's
+  // bf16_compress_hook (GradReducer::set_bf16_exchange).
+  std::string gradient_exchange_dtype = "float32";
   // A run stopped by SIGTERM/SIGINT/SIGUSR1 (checkpoint saved) exits 0 instead of 128 + signal:
   // for job scripts that requeue on success.
   bool stop_exit_zero = false;

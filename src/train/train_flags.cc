@@ -519,6 +519,14 @@ std::vector<TrainFlag> make_table() {
       kCpuft));
   t.push_back(implemented("bucket_cap_mb", &TrainConfig::bucket_cap_mb,
                           "Gradient all-reduce bucket size in MB", kCpuft));
+  t.push_back(implemented_with(
+      "gradient_exchange_dtype", V,
+      one_of("gradient_exchange_dtype", &TrainConfig::gradient_exchange_dtype,
+             {"float32", "bfloat16"}),
+      [](const TrainConfig& c) { return c.gradient_exchange_dtype; },
+      "float32, or bfloat16: gradients averaged and rounded to bf16 before the all-reduce (half "
+      "the bytes; PyTorch DDP's bf16_compress_hook)",
+      kCpuft));
   t.push_back(implemented("dist_timeout", &TrainConfig::dist_timeout,
                           "Seconds a collective may take before the run stops with an error",
                           kCpuft));

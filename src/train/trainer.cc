@@ -278,6 +278,7 @@ void Trainer::prepare() {
     // gradient are nonzero, and only the rows some rank touched are exchanged (the same sums;
     // MiniLM: 47 of its 91 MB per step, in the bucket backward finishes last).
     s.reducer->set_sparse_rows(word_embedding_rows(*s.layout));
+    s.reducer->set_bf16_exchange(c.gradient_exchange_dtype == "bfloat16");
   }
   for (const std::string& line : describe_ranks(s.dist)) s.info(line);
 
