@@ -203,23 +203,11 @@ class CclCommunicator final : public Communicator {
   }
 
   Handle all_reduce_sum_async(float* data, int64_t n, const OpContext& context) override {
-    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " floats");
-    auto& op = ops_.acquire();
-    guard("ccl::allreduce", [&] {
-      op.request = ccl::allreduce(data, data, static_cast<size_t>(n), ccl::datatype::float32,
-                                  ccl::reduction::sum, *comm_);
-    });
-    return ops_.activate(op, n, context);
+    return start_all_reduce(data, n, ccl::datatype::float32, context);
   }
 
   Handle all_reduce_sum_bf16_async(bf16* data, int64_t n, const OpContext& context) override {
-    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " bf16 values");
-    auto& op = ops_.acquire();
-    guard("ccl::allreduce", [&] {
-      op.request = ccl::allreduce(data, data, static_cast<size_t>(n), ccl::datatype::bfloat16,
-                                  ccl::reduction::sum, *comm_);
-    });
-    return ops_.activate(op, n, context);
+    return start_all_reduce(data, n, ccl::datatype::bfloat16, context);
   }
 
   bool test(Handle handle) override {
@@ -307,6 +295,17 @@ class CclCommunicator final : public Communicator {
       failed_ = true;
       throw Error(str("rank ", rank_, ": ", name, " failed: ", e.what(), "; a peer may have died"));
     }
+  }
+
+  // In-place ccl::allreduce (sum) of n values of `type`.
+  Handle start_all_reduce(void* data, int64_t n, ccl::datatype type, const OpContext& context) {
+    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " values");
+    auto& op = ops_.acquire();
+    guard("ccl::allreduce", [&] {
+      op.request =
+          ccl::allreduce(data, data, static_cast<size_t>(n), type, ccl::reduction::sum, *comm_);
+    });
+    return ops_.activate(op, n, context);
   }
 
   bool tested(ccl::event& event) {

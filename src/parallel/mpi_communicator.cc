@@ -106,25 +106,11 @@ class MpiCommunicator final : public Communicator {
   }
 
   Handle all_reduce_sum_async(float* data, int64_t n, const OpContext& context) override {
-    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " floats");
-    CPUFT_REQUIRE(n <= INT_MAX, "rank ", rank_, ": an all-reduce of ", n,
-                  " floats exceeds MPI's int count; use smaller buckets (--bucket_cap_mb)");
-    auto& op = ops_.acquire();
-    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_,
-                         &op.request),
-          "MPI_Iallreduce");
-    return ops_.activate(op, n, context);
+    return start_all_reduce(data, n, MPI_FLOAT, MPI_SUM, context);
   }
 
   Handle all_reduce_sum_bf16_async(bf16* data, int64_t n, const OpContext& context) override {
-    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " bf16 values");
-    CPUFT_REQUIRE(n <= INT_MAX, "rank ", rank_, ": an all-reduce of ", n,
-                  " values exceeds MPI's int count; use smaller buckets (--bucket_cap_mb)");
-    auto& op = ops_.acquire();
-    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_UINT16_T, bf16_sum_, comm_,
-                         &op.request),
-          "MPI_Iallreduce");
-    return ops_.activate(op, n, context);
+    return start_all_reduce(data, n, MPI_UINT16_T, bf16_sum_, context);
   }
 
   bool test(Handle handle) override {
@@ -206,6 +192,19 @@ class MpiCommunicator final : public Communicator {
     failed_ = true;
     throw Error(str("rank ", rank_, ": ", call, " failed: ", mpi_error_text(code),
                     "; a peer may have died"));
+  }
+
+  // In-place MPI_Iallreduce of n values of `type` with `op`.
+  Handle start_all_reduce(void* data, int64_t n, MPI_Datatype type, MPI_Op op_kind,
+                          const OpContext& context) {
+    CPUFT_CHECK(n >= 0 && (data != nullptr || n == 0), "all-reduce of ", n, " values");
+    CPUFT_REQUIRE(n <= INT_MAX, "rank ", rank_, ": an all-reduce of ", n,
+                  " values exceeds MPI's int count; use smaller buckets (--bucket_cap_mb)");
+    auto& op = ops_.acquire();
+    check(
+        MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), type, op_kind, comm_, &op.request),
+        "MPI_Iallreduce");
+    return ops_.activate(op, n, context);
   }
 
   bool tested(MPI_Request* request) {
