@@ -389,6 +389,9 @@ TEST(GradReducer, SingleProcessIsANoOp) {
   const std::vector<float> before = f.grads;
   SingleProcessCommunicator comm;
   GradReducer reducer(comm, f.plan, f.grads.data(), static_cast<int64_t>(f.grads.size()));
+  reducer.set_sparse_rows({8, 7, 8});  // both no-ops with one rank
+  reducer.set_bf16_exchange(true);
+  EXPECT_FALSE(reducer.bf16_exchange());
   for (int step = 0; step < 2; ++step) {
     for (const LayerRange& r : f.ranges) reducer.layer_ready(r.layer);
     reducer.finish();
@@ -519,33 +522,38 @@ TEST(GradReducer, SparseRowsExchangeOnlyTheRowsSomeRankTouched) {
 }
 
 // bf16 exchange: every bucket travels as bf16 from the staging copy, averaged before it is rounded,
-// and lands back in the fp32 gradient; the sparse rows' flags stay fp32.
+// and lands back in the fp32 gradient; the sparse rows' flags stay fp32. The table at the front of
+// its bucket, as the word embeddings are (the bucket's other floats follow it). World size 3: "x /
+// 3, then round" differs from "round, then / 3".
 TEST(GradReducer, Bf16ExchangeGoesThroughTheStagingCopy) {
   ReducerFixture f;
   for (size_t i = 0; i < f.grads.size(); ++i)
     f.grads[i] = 0.5f + static_cast<float>(i % 7) + 1e-3f * static_cast<float>(i % 5);
-  for (int64_t i = 8 + 2 * 8; i < 64; ++i) f.grads[static_cast<size_t>(i)] = 0;  // rows 2-6
+  for (int64_t i = 2 * 8; i < 56; ++i) f.grads[static_cast<size_t>(i)] = 0;  // rows 2-6 of 7
   const std::vector<float> before = f.grads;
-  FakeCommunicator comm(4);
+  FakeCommunicator comm(3);
   comm.complete_on_test = true;
   GradReducer reducer(comm, f.plan, f.grads.data(), static_cast<int64_t>(f.grads.size()));
-  reducer.set_sparse_rows({8, 7, 8});
+  reducer.set_sparse_rows({0, 7, 8});  // rows [0, 56), then 8 dense floats [56, 64)
   reducer.set_bf16_exchange(true);
   for (const LayerRange& r : f.ranges) reducer.layer_ready(r.layer);
   reducer.finish();
   ASSERT_EQ(comm.ops.size(), 6u);
   for (size_t k = 0; k < comm.ops.size(); ++k)
     EXPECT_EQ(comm.ops[k].half == nullptr, k == 4) << "op " << k << ": only the flags are fp32";
+  EXPECT_EQ(comm.ops[3].n, 8) << "the dense floats after the table";
+  EXPECT_EQ(comm.ops[4].n, 7) << "one flag per row";
   EXPECT_EQ(comm.ops[5].n, 2 * 8) << "rows 0 and 1";
   std::vector<bool> exchanged(before.size());
   for (const Bucket& bucket : f.plan.buckets())
     for (int64_t i = bucket.begin; i < bucket.end; ++i) exchanged[static_cast<size_t>(i)] = true;
   for (size_t i = 0; i < before.size(); ++i) {
     if (!exchanged[i]) continue;  // alignment padding between buckets
-    // One rounding of x / 4 to bf16 (half a unit in the last of 8 significant bits: at most 2^-8
-    // of x), then x 4 exactly.
-    EXPECT_NEAR(f.grads[i], before[i], std::abs(before[i]) / 256) << i;
-    EXPECT_EQ(f.grads[i], to_float(round_to_bf16(before[i] / 4)) * 4) << i;
+    // Each rank's share x / 3 rounded to bf16 (half a unit in the last of 8 significant bits: at
+    // most 2^-8 of it), the fake's sum of three equal shares rounded again.
+    const float share = to_float(round_to_bf16(before[i] * (1.0f / 3.0f)));
+    EXPECT_EQ(f.grads[i], to_float(round_to_bf16(share * 3.0f))) << i;
+    EXPECT_NEAR(f.grads[i], before[i], std::abs(before[i]) / 128) << i;
   }
 }
 

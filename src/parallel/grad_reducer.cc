@@ -33,6 +33,7 @@ void GradReducer::set_sparse_rows(const SparseRows& sparse) {
   const int64_t end = sparse.begin + sparse.rows * sparse.width;
   CPUFT_CHECK(sparse.begin >= bucket.begin && end <= bucket.end, "sparse rows [", sparse.begin,
               ", ", end, ") are not inside the last bucket [", bucket.begin, ", ", bucket.end, ")");
+  if (comm_.world_size() == 1) return;  // nothing is exchanged (and one handle at a time)
   sparse_ = sparse;
   sparse_bucket_ = last;
   row_flags_.assign(static_cast<size_t>(sparse.rows), 0.0f);
@@ -41,8 +42,8 @@ void GradReducer::set_sparse_rows(const SparseRows& sparse) {
 
 void GradReducer::set_bf16_exchange(bool on) {
   CPUFT_CHECK(!in_step_, "set_bf16_exchange() inside a step");
-  bf16_ = on;
-  staging_.assign(on ? static_cast<size_t>(grads_floats_) : 0, bf16{0});
+  bf16_ = on && comm_.world_size() > 1;  // one rank exchanges nothing
+  staging_.assign(bf16_ ? static_cast<size_t>(grads_floats_) : 0, bf16{0});
 }
 
 Communicator::Handle GradReducer::launch(float* data, int64_t n, const OpContext& context) {

@@ -36,7 +36,7 @@ namespace cpuft {
 struct ReduceStats {
   int64_t step = 0;
   int buckets = 0;
-  int64_t floats = 0;          // floats all-reduced per rank
+  int64_t floats = 0;          // values all-reduced per rank (fp32, or bf16 under bf16 exchange)
   double comm_seconds = 0;     // union of [launch, observed completion] over the buckets
   double hidden_seconds = 0;   // part of comm_seconds before finish() was called
   double exposed_seconds = 0;  // time spent in finish() (waiting + averaging)
@@ -69,7 +69,7 @@ class GradReducer {
   // union is zero on every rank, so its sum is zero, as the dense all-reduce would give. The range
   // must lie in the plan's last bucket (the rows' all-reduce starts when the flags are in, after
   // every other bucket was launched, so every rank issues the collectives in the same order);
-  // CPUFT_CHECK otherwise. Call before the first step.
+  // CPUFT_CHECK otherwise. Call before the first step. A no-op on one rank.
   struct SparseRows {
     int64_t begin = 0, rows = 0, width = 0;
   };
@@ -79,7 +79,8 @@ class GradReducer {
   // bf16_compress_hook: each rank divides its gradient by the world size and rounds it to bf16
   // into a staging copy (2 bytes per parameter, allocated here), the copies are summed (each pair
   // in fp32, rounded to bf16: Communicator::all_reduce_sum_bf16_async) and the sum is widened back
-  // into the fp32 gradient. The sparse rows' flags stay fp32. Call before the first step.
+  // into the fp32 gradient. The sparse rows' flags stay fp32. Call before the first step. A no-op
+  // on one rank.
   void set_bf16_exchange(bool on);
   bool bf16_exchange() const { return bf16_; }
 

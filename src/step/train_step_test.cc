@@ -4,6 +4,7 @@
 #include "step/train_step.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -153,9 +154,20 @@ struct Recorder final : StepObserver, GradListener {
     events.push_back("gradients of step " + std::to_string(step));
     norm = std::sqrt(sum);
   }
-  void on_layer_grads_ready(int layer) override { layers.push_back(layer); }
+  void on_layer_grads_ready(int layer) override {
+    layers.push_back(layer);
+    heard.push_back(layer);
+  }
+  // Progress points must come from the calling thread, outside any parallel region (MPI calls).
+  void on_progress_point() override {
+    heard.push_back(kProgress);
+    if (omp_in_parallel()) in_parallel = true;
+  }
+  static constexpr int kProgress = -100;
   std::vector<std::string> events;
   std::vector<int> layers;
+  std::vector<int> heard;  // layers and progress points, in order
+  bool in_parallel = false;
   double norm = 0;
 };
 
@@ -173,6 +185,25 @@ TEST(TrainStep, HooksHearThePhasesInOrderAndTheLastBackwardOnly) {
   // Backward order, once: classifier, pooler, layers 1 and 0, embeddings.
   EXPECT_EQ(recorder.layers, (std::vector<int>{3, 2, 1, 0, -1}));
   EXPECT_NEAR(recorder.norm, result.grad_norm, 1e-6 * result.grad_norm);
+}
+
+// Between the layers' reports, each encoder layer's backward gives eight progress points (after
+// each of its six row-wise products, attention and the QKV weight product; the last layer's after
+// its own six, attention and the key/value weight product); none inside a parallel region.
+TEST(TrainStep, BackwardGivesProgressPointsBetweenItsProducts) {
+  Replica r(StepOptions{42, 1, 1.0});
+  Recorder recorder;
+  r.step.set_listener(&recorder);
+  const Batch batch = random_batch(r.config, {4, 6, 3}, 1);
+  r.step.run(0, {&batch, 1}, 1e-3);
+  std::vector<int> expected = {3, 2};
+  for (int layer : {1, 0}) {
+    expected.insert(expected.end(), 8, Recorder::kProgress);
+    expected.push_back(layer);
+  }
+  expected.push_back(-1);
+  EXPECT_EQ(recorder.heard, expected);
+  EXPECT_FALSE(recorder.in_parallel);
 }
 
 // Two micro-batches of two sequences each, with the loss divided by 2, give the gradient of the

@@ -62,19 +62,20 @@ void check_all_reduce(cpuft::Communicator& comm) {
 }
 
 // bf16: the same small integers (exact in bf16, and so are their sums), and with 2 ranks one sum
-// that must round: 1 + 2^-8 lies half-way between two bf16 values and goes to the even one, 1.
+// that must round: 1 + 3 x 2^-8 lies half-way between 1 + 2^-7 and 1 + 2^-6 and goes to the even
+// one, 1 + 2^-6 (truncation would give 1 + 2^-7).
 void check_all_reduce_bf16(cpuft::Communicator& comm) {
   const int world = comm.world_size();
   for (int64_t n : {int64_t{1}, int64_t{1023}, int64_t{300007}}) {
     std::vector<cpuft::bf16> data(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
       data[static_cast<size_t>(i)] = cpuft::round_to_bf16(value(comm.rank(), i));
-    if (world == 2) data[0] = cpuft::round_to_bf16(comm.rank() == 0 ? 1.0f : 1.0f / 256);
+    if (world == 2) data[0] = cpuft::round_to_bf16(comm.rank() == 0 ? 1.0f : 3.0f / 256);
     comm.wait(comm.all_reduce_sum_bf16_async(data.data(), n));
     for (int64_t i = 0; i < n; ++i) {
       float expected = 0;
       for (int r = 0; r < world; ++r) expected += value(r, i);
-      if (world == 2 && i == 0) expected = 1.0f;
+      if (world == 2 && i == 0) expected = 1.0f + 1.0f / 64;
       const float got = cpuft::to_float(data[static_cast<size_t>(i)]);
       EXPECT_OR_DIE(got == expected, "bf16 all-reduce of ", n, " values: element ", i, " is ", got,
                     ", expected ", expected);

@@ -65,9 +65,21 @@ for pair in "$ns1 $veth1" "$ns2 $veth2"; do
   fi
 done
 
-half=$(($(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) / 2))  # nproc alone obeys OMP_NUM_THREADS
-cpus1=0 cpus2=0
-if [ "$half" -ge 1 ]; then cpus1="0-$((half - 1))" cpus2="$half-$((2 * half - 1))"; fi
+# The CPUs this script may run on (its affinity list, e.g. "0-3,8-11"), one per line: the hosts
+# split these, whatever their numbers (a container may be limited to any set).
+allowed_cpus() {
+  local part
+  for part in $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status | tr ',' ' '); do
+    if [[ $part == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
+  done
+}
+mapfile -t cpus < <(allowed_cpus)
+half=$((${#cpus[@]} / 2))
+if [ "$half" -ge 1 ]; then
+  cpus1=$(IFS=,; echo "${cpus[*]:0:half}") cpus2=$(IFS=,; echo "${cpus[*]:half:half}")
+else
+  cpus1=${cpus[0]:-0} cpus2=${cpus[0]:-0}
+fi
 
 # Launch agent: Open MPI runs "AGENT [options] HOST COMMAND..." as it would run ssh.
 cat > "$work/agent.sh" <<AGENT
