@@ -271,12 +271,12 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
 }
 
 LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,
-                         MatmulPrecision precision, const std::string& name)
+                         MatmulPrecision precision, const std::string& name, bool with_bias)
     : fwd(MatmulDesc{.m = max_rows,
                      .n = out_features,
                      .k = in_features,
                      .b_transposed = true,
-                     .bias = true,
+                     .bias = with_bias,
                      .varying = VaryingDim::m,
                      .precision = precision}),
       bwd_data(MatmulDesc{.m = max_rows,

@@ -83,8 +83,10 @@ struct Operand {
 // need fp32 plans; the Operand ones work for both precisions. Under CPUFT_PROFILE=1 each product is
 // a region "<name>.fwd", "<name>.bwd_data", "<name>.bwd_weights".
 struct LinearPlans {
+  // with_bias false: nn.Linear(bias=False); forward then takes b == nullptr.
   LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,
-              MatmulPrecision precision = MatmulPrecision::f32, const std::string& name = "linear");
+              MatmulPrecision precision = MatmulPrecision::f32, const std::string& name = "linear",
+              bool with_bias = true);
   // y(T,out) = x(T,in) W^T + b
   void forward(float* y, const float* x, const float* w, const float* b, int64_t rows) const;
   void forward(float* y, Operand x, Operand w, const float* b, int64_t rows) const;

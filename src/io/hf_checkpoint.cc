@@ -69,6 +69,8 @@ LoadReport load_hf_weights(std::span<const SafetensorsFile> files, const ParamLa
     float* out = params + spec.offset;
     if (spec.name.ends_with(".bias")) {
       std::fill_n(out, spec.numel, 0.0f);
+    } else if (spec.kind == ParamKind::norm_weight) {  // ModernBERT's head.norm: nn.LayerNorm's 1
+      std::fill_n(out, spec.numel, 1.0f);
     } else {
       // normal(0, initializer_range), as BertPreTrainedModel._init_weights does for nn.Linear.
       const RngKey key{options.init_seed, fnv1a64(spec.name)};

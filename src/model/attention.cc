@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/profile.h"
@@ -17,6 +18,24 @@ namespace {
 // of a block depends neither on the threads nor on how the step is split over ranks.
 RngKey block_key(RngKey key, const int64_t* sample_ids, int64_t s, int64_t H, int64_t h) {
   return sequence_key(key, sample_ids[s] * H + h);
+}
+
+// Softmax of each row i of the (T, T) scores over the keys j with |i - j| <= window (window < 0:
+// all), in place; the other probabilities are set to exactly 0. The keys of a row's window are
+// contiguous, so each row is one softmax over its band. Backward needs nothing of its own: where
+// a probability is 0, softmax_backward's P * (dP - rowsum) is 0.
+void softmax_in_window(const KernelTable& k, float* p, int64_t T, int64_t window) {
+  if (window < 0 || window >= T - 1) {
+    k.softmax_forward(p, p, T, T);
+    return;
+  }
+  for (int64_t i = 0; i < T; ++i) {
+    const int64_t lo = std::max<int64_t>(0, i - window), hi = std::min(T, i + window + 1);
+    float* row = p + i * T;
+    std::fill(row, row + lo, 0.0f);
+    k.softmax_forward(row + lo, row + lo, 1, hi - lo);
+    std::fill(row + hi, row + T, 0.0f);
+  }
 }
 
 }  // namespace
@@ -46,9 +65,9 @@ void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t
     const float* kk = q + D;
     const float* v = q + 2 * D;
     float* p = probs + prob_offsets[s] + h * T * T;  // (T, T)
-    // scores = Q K^T / sqrt(Dh); then softmax over keys.
+    // scores = Q K^T / sqrt(Dh); then softmax over keys (those in the window).
     strided_gemm(false, true, T, T, Dh, scale, q, ld_qkv, kk, ld_qkv, 0.0f, p, T);
-    k.softmax_forward(p, p, T, T);
+    softmax_in_window(k, p, T, dims.window);
     const float* p_used = p;
     if (dropout_p > 0) {
       float* p_drop = scratch + omp_get_thread_num() * scratch_per_thread;

@@ -16,6 +16,10 @@ struct AttentionDims {
   int64_t D;   // hidden size
   int64_t H;   // heads
   int64_t Dh;  // head dim = D / H
+  // Sliding-window attention (ModernBERT's local layers): >= 0, a query sees only the keys of its
+  // sequence within this distance, |i - j| <= window (HF's bidirectional sliding-window mask); the
+  // probabilities outside it are exactly 0, as HF's after its additive mask. -1: every key.
+  int64_t window = -1;
 };
 
 // Where each (sequence, head) block of attention probabilities lives in the probs buffer:

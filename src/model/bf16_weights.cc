@@ -15,6 +15,10 @@ std::vector<Copy> layer_copies(const ParamLayout& layout) {
   std::vector<Copy> copies;
   bool in_copy = false;  // the previous entry belongs to the last copy
   for (const auto& e : layout.tables().layer) {
+    if (e.not_in_first_layer) {  // never a matrix (ModernBERT's attn_norm)
+      in_copy = false;
+      continue;
+    }
     const int64_t numel = layout.at(prefix + e.name).numel;
     if (e.bf16_view != nullptr) {
       copies.push_back(Copy{e.view, e.bf16_view, numel});

@@ -16,7 +16,8 @@ using E = ParamEntry<ModelParams>;
 using L = ParamEntry<LayerParams>;
 using B = LayerBf16Weights;
 constexpr Dim V = Dim::vocab, P = Dim::positions, Ty = Dim::token_types, Em = Dim::embedding,
-              D = Dim::hidden, F = Dim::intermediate, Lb = Dim::labels, none = Dim::none;
+              D = Dim::hidden, D3 = Dim::qkv, F = Dim::intermediate, F2 = Dim::gated_intermediate,
+              Lb = Dim::labels, none = Dim::none;
 
 // BERT, RoBERTa, XLM-RoBERTa and ELECTRA share the embeddings (ELECTRA's are E wide, E = D in the
 // others) and the encoder layer; ELECTRA projects the embeddings to D when E != D.
@@ -135,6 +136,36 @@ constexpr E kClassificationHead[] = {
     {"classifier.out_proj.bias", {Lb, none}, K::bias, &ModelParams::head_out_b, false, 1},
 };
 
+// ModernBERT (model/modernbert.h): no biases and no position table; pre-norm layers whose first
+// has no attn_norm; the final norm and the head (dense, GELU, norm) after the encoder.
+constexpr E kModernBertEmbeddings[] = {
+    {"embeddings.tok_embeddings.weight", {V, D}, K::embedding, &ModelParams::word_emb},
+    {"embeddings.norm.weight", {D, none}, K::norm_weight, &ModelParams::emb_ln_w},
+};
+constexpr L kModernBertLayer[] = {
+    {"attn_norm.weight",
+     {D, none},
+     K::norm_weight,
+     &LayerParams::attn_ln_w,
+     false,
+     0,
+     nullptr,
+     false,
+     true},
+    {"attn.Wqkv.weight", {D3, D}, K::matrix, &LayerParams::qkv_w, false, 0, &B::qkv_w},
+    {"attn.Wo.weight", {D, D}, K::matrix, &LayerParams::attn_out_w, false, 0, &B::attn_out_w},
+    {"mlp_norm.weight", {D, none}, K::norm_weight, &LayerParams::ffn_ln_w},
+    {"mlp.Wi.weight", {F2, D}, K::matrix, &LayerParams::ffn_in_w, false, 0, &B::ffn_in_w},
+    {"mlp.Wo.weight", {D, F}, K::matrix, &LayerParams::ffn_out_w, false, 0, &B::ffn_out_w},
+};
+constexpr E kModernBertHead[] = {
+    {"model.final_norm.weight", {D, none}, K::norm_weight, &ModelParams::final_ln_w},
+    {"head.dense.weight", {D, D}, K::matrix, &ModelParams::head_dense_w},
+    {"head.norm.weight", {D, none}, K::norm_weight, &ModelParams::head_ln_w},
+    {"classifier.weight", {Lb, D}, K::matrix, &ModelParams::head_out_w, false, 1},
+    {"classifier.bias", {Lb, none}, K::bias, &ModelParams::head_out_b, false, 1},
+};
+
 const FamilyParamTables kBertTables{"bert.", kBertEmbeddings, "bert.encoder.layer.{}.", kBertLayer,
                                     "",      kBertHead};
 const FamilyParamTables kDistilBertTables{
@@ -145,6 +176,8 @@ const FamilyParamTables kRobertaTables{
 const FamilyParamTables kElectraTables{
     "electra.", kElectraEmbeddings, "electra.encoder.layer.{}.", kBertLayer,
     "",         kClassificationHead};
+const FamilyParamTables kModernBertTables{
+    "model.", kModernBertEmbeddings, "model.layers.{}.", kModernBertLayer, "", kModernBertHead};
 
 using R = PositionRule;
 using A = HeadActivation;
@@ -161,6 +194,9 @@ const FamilySpec kFamilies[] = {
      R::after_padding_idx, true, true, true, A::tanh},
     {Family::electra, "electra", "ElectraForSequenceClassification", kElectraTables, R::from_zero,
      true, true, true, A::gelu},
+    // Positions are rotary (from zero in each sequence); the head is model/modernbert.h's.
+    {Family::modernbert, "modernbert", "ModernBertForSequenceClassification", kModernBertTables,
+     R::from_zero, false, true, false, A::gelu},
 };
 
 }  // namespace
@@ -179,8 +215,12 @@ int64_t extent(Dim dim, const ModelConfig& c) {
       return c.embedding_size;
     case Dim::hidden:
       return c.hidden_size;
+    case Dim::qkv:
+      return 3 * c.hidden_size;
     case Dim::intermediate:
       return c.intermediate_size;
+    case Dim::gated_intermediate:
+      return 2 * c.intermediate_size;
     case Dim::labels:
       return c.num_labels;
   }
@@ -200,7 +240,7 @@ const FamilySpec* find_family(std::string_view model_type) {
 }
 
 const char* supported_model_types() {
-  return "bert, distilbert, roberta, xlm-roberta, electra";
+  return "bert, distilbert, roberta, xlm-roberta, electra, modernbert";
 }
 
 void fill_position_ids(int32_t* positions, const int32_t* input_ids, const int64_t* offsets,

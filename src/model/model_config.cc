@@ -60,6 +60,97 @@ struct FieldReader {
   }
 };
 
+// ModernBertConfig (transformers 5.24) into the shared fields; what cpuft does not implement
+// (biases, another activation, scaled rotary embeddings) is refused naming the field.
+void parse_modernbert(const FieldReader& reader, ModelConfig& c) {
+  const std::string& label = reader.label;
+  for (const char* name : {"norm_bias", "attention_bias", "mlp_bias", "classifier_bias"})
+    reader.require_value(name, false);
+  reader.require_value("hidden_activation", "gelu");
+  reader.require_value("classifier_activation", "gelu");
+  reader.require_value("rope_scaling", nullptr);
+  reader.read("vocab_size", c.vocab_size, true);
+  reader.read("hidden_size", c.hidden_size, true);
+  reader.read("num_hidden_layers", c.num_hidden_layers, true);
+  reader.read("num_attention_heads", c.num_attention_heads, true);
+  reader.read("intermediate_size", c.intermediate_size, true);
+  c.max_position_embeddings = 8192;
+  reader.read("max_position_embeddings", c.max_position_embeddings, false);
+  c.type_vocab_size = 0;
+  c.layer_norm_eps = 1e-5;
+  reader.read("norm_eps", c.layer_norm_eps);
+  c.hidden_dropout_prob = 0;
+  reader.read("mlp_dropout", c.hidden_dropout_prob);
+  c.attention_probs_dropout_prob = 0;
+  reader.read("attention_dropout", c.attention_probs_dropout_prob);
+  reader.read("embedding_dropout", c.embedding_dropout);
+  CPUFT_REQUIRE(c.embedding_dropout >= 0 && c.embedding_dropout < 1, label,
+                ": field 'embedding_dropout' must be in [0, 1), got ", c.embedding_dropout);
+  c.classifier_dropout = 0;
+  reader.read("classifier_dropout", c.classifier_dropout);
+  c.local_attention = 128;
+  reader.read("local_attention", c.local_attention, false);
+  CPUFT_REQUIRE(c.local_attention >= 0, label, ": field 'local_attention' must be >= 0, got ",
+                c.local_attention);
+  std::string pooling = "cls";
+  reader.read("classifier_pooling", pooling);
+  CPUFT_REQUIRE(pooling == "cls" || pooling == "mean", label, ": field 'classifier_pooling' is \"",
+                pooling, "\"; cpuft supports \"cls\" and \"mean\"");
+  c.mean_pooling = pooling == "mean";
+
+  // Which layers slide: layer_types (transformers 5), else every global_attn_every_n_layers-th
+  // layer, from layer 0, is full (the 4.x field, still read by 5.x).
+  CPUFT_REQUIRE(c.num_hidden_layers > 0 && c.num_hidden_layers <= kMaxLayers, label,
+                ": field 'num_hidden_layers' must be in [1, ", kMaxLayers, "], got ",
+                c.num_hidden_layers);
+  c.sliding_layers.assign(static_cast<size_t>(c.num_hidden_layers), false);
+  if (const json* types = reader.find("layer_types")) {
+    CPUFT_REQUIRE(types->is_array() && static_cast<int64_t>(types->size()) == c.num_hidden_layers,
+                  label, ": field 'layer_types' must list one type per layer (",
+                  c.num_hidden_layers, ")");
+    for (size_t l = 0; l < types->size(); ++l) {
+      const json& t = (*types)[l];
+      CPUFT_REQUIRE(t == "full_attention" || t == "sliding_attention", label,
+                    ": field 'layer_types' has ", t.dump(),
+                    "; cpuft supports \"full_attention\" and \"sliding_attention\"");
+      c.sliding_layers[l] = t == "sliding_attention";
+    }
+  } else {
+    int64_t every = 3;
+    reader.read("global_attn_every_n_layers", every, false);
+    CPUFT_REQUIRE(every > 0, label, ": field 'global_attn_every_n_layers' must be positive");
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+      c.sliding_layers[static_cast<size_t>(l)] = l % every != 0;
+  }
+
+  // Rotary bases: rope_parameters (transformers 5), else global_rope_theta / local_rope_theta.
+  c.global_rope_theta = 160000;
+  c.local_rope_theta = 10000;
+  reader.read("global_rope_theta", c.global_rope_theta);
+  reader.read("local_rope_theta", c.local_rope_theta);
+  if (const json* rope = reader.find("rope_parameters")) {
+    CPUFT_REQUIRE(rope->is_object(), label, ": field 'rope_parameters' must be an object");
+    auto read_theta = [&](const char* type, double& theta) {
+      auto it = rope->find(type);
+      if (it == rope->end() || it->is_null()) return;
+      const FieldReader inner{*it, label};
+      CPUFT_REQUIRE(it->is_object(), label, ": field 'rope_parameters.", type,
+                    "' must be an object");
+      inner.require_value("rope_type", "default");
+      inner.read("rope_theta", theta);
+    };
+    read_theta("full_attention", c.global_rope_theta);
+    read_theta("sliding_attention", c.local_rope_theta);
+  }
+  CPUFT_REQUIRE(c.global_rope_theta > 0 && c.local_rope_theta > 0, label,
+                ": the rotary bases (rope_theta) must be positive");
+  CPUFT_REQUIRE(c.hidden_size > 0 && c.num_attention_heads > 0 &&
+                    c.hidden_size % c.num_attention_heads == 0 &&
+                    (c.hidden_size / c.num_attention_heads) % 2 == 0,
+                label, ": rotary embeddings need an even head size (hidden_size / ",
+                "num_attention_heads), got ", c.hidden_size, " / ", c.num_attention_heads);
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& label) {
@@ -96,6 +187,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     c.classifier_dropout = 0.2;  // DistilBertConfig's default seq_classif_dropout
     reader.read("seq_classif_dropout", c.classifier_dropout);
     c.type_vocab_size = 0;
+  } else if (c.family == Family::modernbert) {
+    parse_modernbert(reader, c);
   } else {
     reader.require_value("hidden_act", "gelu");
     reader.require_value("position_embedding_type", "absolute");
@@ -118,8 +211,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     c.embedding_size = 128;  // ElectraConfig's default
     reader.read("embedding_size", c.embedding_size, false);
   }
-  // Each config class's default pad_token_id: 1 for RoBERTa and XLM-RoBERTa, else 0.
+  // Each config class's default pad_token_id: 1 for RoBERTa and XLM-RoBERTa, 50283 for
+  // ModernBERT, else 0.
   c.pad_token_id = family->positions == PositionRule::after_padding_idx ? 1 : 0;
+  if (c.family == Family::modernbert) c.pad_token_id = 50283;
   if (object.contains("pad_token_id") && object["pad_token_id"].is_null())
     c.pad_token_id = -1;  // no padding row (transformers: padding_idx None)
   reader.read("pad_token_id", c.pad_token_id, false);

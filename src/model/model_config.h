@@ -1,5 +1,5 @@
 // ModelConfig: the architecture of an encoder of one of the supported families (BERT, DistilBERT,
-// RoBERTa, XLM-RoBERTa, ELECTRA), read from a Hugging Face config.json.
+// RoBERTa, XLM-RoBERTa, ELECTRA, ModernBERT), read from a Hugging Face config.json.
 //
 // config.json's "model_type" names the family; each family's field names and defaults are those of
 // its transformers config class (DistilBERT's `dim`, `n_layers`, ... land in the same fields as
@@ -22,7 +22,7 @@ inline constexpr int64_t kMaxLayers = 10000;
 inline constexpr double kMaxParameters = 0x1p48;  // 1 PiB of float32
 
 // The encoder families, by config.json "model_type".
-enum class Family { bert, distilbert, roberta, xlm_roberta, electra };
+enum class Family { bert, distilbert, roberta, xlm_roberta, electra, modernbert };
 
 struct ModelConfig {
   Family family = Family::bert;
@@ -47,7 +47,19 @@ struct ModelConfig {
   std::string problem_type;           // "", "single_label_classification", "regression"
   std::vector<std::string> id2label;  // num_labels entries ("LABEL_0", ... by default)
 
-  int64_t head_dim() const { return hidden_size / num_attention_heads; }           // Dh
+  // ModernBERT only (model/modernbert.h). Its mlp_dropout is hidden_dropout_prob, attention_dropout
+  // attention_probs_dropout_prob (on the probabilities and on the attention output), norm_eps
+  // layer_norm_eps.
+  double embedding_dropout = 0;      // after the embeddings' LayerNorm
+  int64_t local_attention = 0;       // in a sliding layer a token sees those within half of it
+  std::vector<bool> sliding_layers;  // per layer: sliding-window (true) or full (false) attention
+  double global_rope_theta = 0;      // rotary base of the full-attention layers
+  double local_rope_theta = 0;       // and of the sliding ones
+  bool mean_pooling = false;         // classifier_pooling "mean"; else "cls" (the first token)
+
+  int64_t head_dim() const { return hidden_size / num_attention_heads; }  // Dh
+  // Tokens a sliding layer's token sees on each side (HF's config.sliding_window).
+  int64_t sliding_half_window() const { return local_attention / 2; }
   bool has_embedding_projection() const { return embedding_size != hidden_size; }  // ELECTRA
   // The longest sequence the position table can hold: P, less padding_idx + 1 where positions
   // start after padding_idx (RoBERTa, XLM-RoBERTa).

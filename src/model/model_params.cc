@@ -12,10 +12,10 @@ ModelParams bind_params(const ParamLayout& layout, const ModelConfig& config, fl
   const std::vector<ParamSpec>& specs = layout.specs();
   size_t next = 0;  // the layout lists the tables' entries in table order
   // Points each entry's view at its tensor; a packed entry must follow the previous one directly.
-  auto bind = [&](auto& views, const auto& entries) {
+  auto bind = [&](auto& views, const auto& entries, int64_t layer) {
     const float* end_of_previous = nullptr;
     for (const auto& e : entries) {
-      if (!present(e, config)) continue;
+      if (!present(e, config, layer)) continue;
       CPUFT_CHECK(next < specs.size() && specs[next].name.ends_with(e.name), "layout and tables ",
                   "disagree at ", e.name);
       float* at = base + specs[next++].offset;
@@ -25,10 +25,11 @@ ModelParams bind_params(const ParamLayout& layout, const ModelConfig& config, fl
     }
   };
   ModelParams p{};
-  bind(p, tables.embeddings);
+  bind(p, tables.embeddings, -1);
   p.layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  for (LayerParams& lp : p.layers) bind(lp, tables.layer);
-  bind(p, tables.head);
+  for (size_t l = 0; l < p.layers.size(); ++l)
+    bind(p.layers[l], tables.layer, static_cast<int64_t>(l));
+  bind(p, tables.head, -1);
   CPUFT_CHECK(next == specs.size(), "layout has ", specs.size(), " tensors, tables ", next);
   return p;
 }

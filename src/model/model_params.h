@@ -10,6 +10,9 @@
 
 namespace cpuft {
 
+// ModernBERT (model/modernbert.h) uses qkv_w, attn_out_w, ffn_in_w as its GeGLU input (2F, D),
+// ffn_out_w, and its pre-norms attn_ln_w (nullptr in layer 0) and ffn_ln_w; it has no biases
+// (nullptr).
 struct LayerParams {
   float* qkv_w;       // (3D, D) query, key, value weights stacked
   float* qkv_b;       // (3D)
@@ -35,8 +38,10 @@ struct ModelParams {
   float* emb_proj_w;  // (D, E) ELECTRA's embeddings_project when E != D, else nullptr
   float* emb_proj_b;  // (D)
   std::vector<LayerParams> layers;
+  float* final_ln_w;    // (D) ModernBERT's final_norm, else nullptr
   float* head_dense_w;  // (D, D)
   float* head_dense_b;  // (D)
+  float* head_ln_w;     // (D) ModernBERT's head.norm (after the activation), else nullptr
   float* head_out_w;    // (K, D)
   float* head_out_b;    // (K)
 };

@@ -26,18 +26,22 @@ int64_t align(int64_t floats) {
 
 double parameter_count(const ModelConfig& c) {
   const FamilyParamTables& tables = family_spec(c.family).tables;
-  auto scope = [&](const auto& entries) {
+  auto scope = [&](const auto& entries, int64_t layer) {
     double n = 0;
     for (const auto& e : entries) {
-      if (!present(e, c)) continue;
+      if (!present(e, c, layer)) continue;
       double numel = static_cast<double>(extent(e.shape[0], c));
       if (e.shape[1] != Dim::none) numel *= static_cast<double>(extent(e.shape[1], c));
       n += numel;
     }
     return n;
   };
-  return scope(tables.embeddings) + static_cast<double>(c.num_hidden_layers) * scope(tables.layer) +
-         scope(tables.head);
+  // Layer 1 stands for every layer but the first (ModernBERT's layer 0 has no attn_norm).
+  const double layers = c.num_hidden_layers > 0 ? scope(tables.layer, 0) +
+                                                      static_cast<double>(c.num_hidden_layers - 1) *
+                                                          scope(tables.layer, 1)
+                                                : 0.0;
+  return scope(tables.embeddings, -1) + layers + scope(tables.head, -1);
 }
 
 std::string layer_prefix(const FamilyParamTables& tables, int64_t layer) {
@@ -59,7 +63,7 @@ ParamLayout::ParamLayout(const ModelConfig& c)
   int64_t cursor = 0;
   auto add_scope = [&](const std::string& prefix, const auto& entries, int layer) {
     for (const auto& e : entries) {
-      if (!present(e, c)) continue;
+      if (!present(e, c, layer)) continue;
       if (!e.packed_with_previous) cursor = align(cursor);
       std::vector<int64_t> shape{extent(e.shape[0], c)};
       if (e.shape[1] != Dim::none) shape.push_back(extent(e.shape[1], c));
@@ -112,8 +116,8 @@ std::string canonical_param_name(const std::string& checkpoint_name,
   if (name.ends_with("position_ids") || name.ends_with("token_type_ids")) return "";
   const std::string base = tables.embeddings_prefix;
   if (name.starts_with(base)) return name;
-  for (const char* scope :
-       {"embeddings.", "embeddings_project.", "encoder.", "transformer.", "pooler."})
+  for (const char* scope : {"embeddings.", "embeddings_project.", "encoder.", "transformer.",
+                            "pooler.", "layers.", "final_norm."})
     if (name.starts_with(scope)) return base + name;
   return name;
 }

@@ -35,7 +35,20 @@ inline bool decays(ParamKind kind) {
 }
 
 // A dimension of a shape, read from the config.
-enum class Dim { none, vocab, positions, token_types, embedding, hidden, intermediate, labels };
+// qkv: 3 x hidden (ModernBERT's one Wqkv tensor); gated_intermediate: 2 x intermediate (its GeGLU
+// input projection, input and gate halves).
+enum class Dim {
+  none,
+  vocab,
+  positions,
+  token_types,
+  embedding,
+  hidden,
+  qkv,
+  intermediate,
+  gated_intermediate,
+  labels
+};
 int64_t extent(Dim dim, const ModelConfig& config);
 
 template <typename Views>
@@ -55,12 +68,16 @@ struct ParamEntry {
   // Present only when the embeddings' width differs from the hidden size (ELECTRA's
   // embeddings_project), as transformers creates it.
   bool projection_only = false;
+  // Encoder-layer entries only: absent from layer 0 (ModernBERT's attn_norm, an identity there).
+  bool not_in_first_layer = false;
 };
 
-// Whether `entry` exists in a model of `config` (see projection_only).
+// Whether `entry` exists in a model of `config` (see projection_only), in encoder layer `layer`
+// (-1 outside the layers; see not_in_first_layer).
 template <typename Entry>
-bool present(const Entry& entry, const ModelConfig& config) {
-  return !entry.projection_only || config.has_embedding_projection();
+bool present(const Entry& entry, const ModelConfig& config, int64_t layer = -1) {
+  return (!entry.projection_only || config.has_embedding_projection()) &&
+         !(entry.not_in_first_layer && layer == 0);
 }
 
 // The tables of one family. Prefixes: the embeddings' and head's are the HF name prefix (the

@@ -6,9 +6,11 @@
 
 #include "core/check.h"
 #include "kernels/kernels.h"
+#include "model/arena_carver.h"
 #include "model/encoder_layer.h"
 #include "model/family.h"
 #include "model/first_token_layer.h"
+#include "model/modernbert.h"
 #include "model/packed_dropout.h"
 
 namespace cpuft {
@@ -20,24 +22,6 @@ namespace {
 constexpr uint32_t kEmbeddingsDropoutLayer = 0xFE;
 constexpr uint32_t kClassifierDropoutLayer = 0xFF;
 constexpr uint32_t kHeadOutputSite = 0, kHeadInputSite = 1;
-
-// Hands out consecutive 64-byte aligned slices of one big buffer of T.
-template <typename T>
-class ArenaCarver {
- public:
-  static constexpr int64_t kAlign = 64 / sizeof(T);  // elements per 64 bytes
-  explicit ArenaCarver(T* base) : base_(base) {}
-  T* take(int64_t count) {
-    T* p = base_ == nullptr ? nullptr : base_ + used_;
-    used_ += (count + kAlign - 1) / kAlign * kAlign;
-    return p;
-  }
-  int64_t used() const { return used_; }
-
- private:
-  T* base_;
-  int64_t used_ = 0;
-};
 
 }  // namespace
 
@@ -78,8 +62,6 @@ struct ClassifierBuffers {
   const int64_t* sample_ids = nullptr;    // (B) of the last forward
   const Batch* batch = nullptr;           // of the last forward
   StepContext context;
-  bool has_loss = false;
-  float loss_scale = 1;
 
   // Carves all buffers from the arena; with base == nullptr only counts floats.
   int64_t carve(const ModelConfig& c, const ModelLimits& limits, float* base) {
@@ -217,6 +199,10 @@ SequenceClassifier::SequenceClassifier(const ModelConfig& config, const ModelLim
                 limits.max_seq_len, " exceeds the ", config.max_sequence_length(),
                 " positions of the model (max_position_embeddings ", config.max_position_embeddings,
                 ")");
+  if (config.family == Family::modernbert) {
+    modern_ = std::make_unique<ModernBertClassifier>(config, limits, precision);
+    return;
+  }
   state_ = std::make_unique<State>(config, limits, precision);
   const int64_t floats = state_->carve(config, limits, nullptr);
   state_->arena = AlignedBuffer<float>(static_cast<size_t>(floats));
@@ -237,6 +223,8 @@ SequenceClassifier::~SequenceClassifier() = default;
 
 int64_t SequenceClassifier::activation_bytes(const ModelConfig& config, const ModelLimits& limits,
                                              MatmulPrecision precision) {
+  if (config.family == Family::modernbert)
+    return ModernBertClassifier::activation_bytes(config, limits, precision);
   ClassifierBuffers counter;
   int64_t bytes = counter.carve(config, limits, nullptr) * static_cast<int64_t>(sizeof(float));
   if (precision == MatmulPrecision::bf16)
@@ -245,11 +233,15 @@ int64_t SequenceClassifier::activation_bytes(const ModelConfig& config, const Mo
 }
 
 const float* SequenceClassifier::logits() const {
-  return state_->logits;
+  return modern_ ? modern_->logits() : state_->logits;
 }
 
 void SequenceClassifier::refresh_bf16_weights(const ModelParams& params) {
-  if (state_->bf16_weights) state_->bf16_weights->refresh(params);
+  if (modern_) {
+    modern_->refresh_bf16_weights(params);
+  } else if (state_->bf16_weights) {
+    state_->bf16_weights->refresh(params);
+  }
 }
 
 namespace {
@@ -316,12 +308,10 @@ void head_activation_backward(const KernelTable& k, HeadActivation act, float* d
 
 float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
                                   const StepContext& context, bool with_loss, float loss_scale) {
-  State& s = *state_;
   const KernelTable& k = kernels();
   const ModelConfig& c = config_;
-  const FamilySpec& family = s.family;
+  const FamilySpec& family = family_spec(c.family);
   const int64_t N = batch.num_tokens(), B = batch.num_sequences();
-  const int64_t D = c.hidden_size, E = c.embedding_size, K = c.num_labels;
   CPUFT_REQUIRE(N <= limits_.max_tokens && B <= limits_.max_sequences && B > 0, "batch of ", B,
                 " sequences / ", N, " tokens exceeds the model limits (", limits_.max_sequences,
                 " / ", limits_.max_tokens, ")");
@@ -336,15 +326,45 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
                   "token type id ", batch.token_type_ids[i], " is outside [0, ", c.type_vocab_size,
                   ")");
   }
-  CPUFT_CHECK(!s.bf16_weights || s.bf16_weights->source() == p.word_emb,
-              "bf16 model: refresh_bf16_weights() was not called for these weights");
   CPUFT_CHECK(batch.sample_ids.empty() || static_cast<int64_t>(batch.sample_ids.size()) == B,
               batch.sample_ids.size(), " sample ids for ", B, " sequences");
+  has_loss_ = false;
+  float* d_logits = nullptr;
+  if (modern_) {
+    modern_->forward(p, batch, context);
+    d_logits = modern_->d_logits();
+  } else {
+    forward_encoder(p, batch, context);
+    d_logits = state_->d_logits;
+  }
+  if (!with_loss) return 0.0f;
+  const float* logits = this->logits();
+  if (c.is_regression()) {
+    CPUFT_REQUIRE(static_cast<int64_t>(batch.targets.size()) == B, "regression batch needs ", B,
+                  " targets, got ", batch.targets.size());
+    has_loss_ = true;
+    return k.mse_forward_backward(d_logits, logits, batch.targets.data(), loss_scale, B);
+  }
+  CPUFT_REQUIRE(static_cast<int64_t>(batch.labels.size()) == B, "classification batch needs ", B,
+                " labels, got ", batch.labels.size());
+  has_loss_ = true;
+  return k.cross_entropy_forward_backward(d_logits, logits, batch.labels.data(), loss_scale, B,
+                                          c.num_labels, loss_options_.label_smoothing);
+}
+
+void SequenceClassifier::forward_encoder(const ModelParams& p, const Batch& batch,
+                                         const StepContext& context) {
+  State& s = *state_;
+  const KernelTable& k = kernels();
+  const ModelConfig& c = config_;
+  const FamilySpec& family = s.family;
+  const int64_t N = batch.num_tokens(), B = batch.num_sequences();
+  const int64_t D = c.hidden_size, E = c.embedding_size;
+  CPUFT_CHECK(!s.bf16_weights || s.bf16_weights->source() == p.word_emb,
+              "bf16 model: refresh_bf16_weights() was not called for these weights");
   s.sample_ids = batch.sample_ids.empty() ? s.local_sample_ids.data() : batch.sample_ids.data();
   s.batch = &batch;
   s.context = context;
-  s.has_loss = with_loss;
-  s.loss_scale = loss_scale;
   attention_prob_offsets(s.prob_offsets.data(), batch.seq_offsets.data(), B, c.num_attention_heads);
   fill_position_ids(s.positions.data(), batch.input_ids.data(), batch.seq_offsets.data(), B,
                     family.positions, static_cast<int32_t>(c.pad_token_id));
@@ -388,17 +408,6 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   packed_dropout_forward(k, s.head_drop, s.head_act, head_dropout,
                          dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite), head_rows);
   s.head_out.forward(s.logits, s.head_drop, p.head_out_w, p.head_out_b, B);
-
-  if (!with_loss) return 0.0f;
-  if (c.is_regression()) {
-    CPUFT_REQUIRE(static_cast<int64_t>(batch.targets.size()) == B, "regression batch needs ", B,
-                  " targets, got ", batch.targets.size());
-    return k.mse_forward_backward(s.d_logits, s.logits, batch.targets.data(), loss_scale, B);
-  }
-  CPUFT_REQUIRE(static_cast<int64_t>(batch.labels.size()) == B, "classification batch needs ", B,
-                " labels, got ", batch.labels.size());
-  return k.cross_entropy_forward_backward(s.d_logits, s.logits, batch.labels.data(), loss_scale, B,
-                                          K, loss_options_.label_smoothing);
 }
 
 void SequenceClassifier::set_loss_options(const LossOptions& options) {
@@ -411,8 +420,12 @@ void SequenceClassifier::set_loss_options(const LossOptions& options) {
 
 void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
                                   GradListener* listener) {
+  CPUFT_CHECK(has_loss_, "backward needs a forward with loss first");
+  if (modern_) {
+    modern_->backward(p, g, listener);
+    return;
+  }
   State& s = *state_;
-  CPUFT_CHECK(s.batch != nullptr && s.has_loss, "backward needs a forward with loss first");
   const KernelTable& k = kernels();
   const ModelConfig& c = config_;
   const FamilySpec& family = s.family;

@@ -48,6 +48,11 @@ struct LossOptions {
   float label_smoothing = 0.0f;
 };
 
+class ModernBertClassifier;
+
+// BERT, DistilBERT, RoBERTa, XLM-RoBERTa and ELECTRA run the code of this class, told apart by
+// model/family.h; ModernBERT's layers differ in kind (pre-norm, rotary, sliding windows, GeGLU)
+// and run model/modernbert.h behind the same interface.
 class SequenceClassifier {
  public:
   // precision bf16: the encoder's linear products take bf16 inputs (encoder_layer.h); the model
@@ -85,11 +90,16 @@ class SequenceClassifier {
   const ModelLimits& limits() const { return limits_; }
 
  private:
+  // Everything of forward but the loss, for the families of State.
+  void forward_encoder(const ModelParams& params, const Batch& batch, const StepContext& context);
+
   struct State;
   ModelConfig config_;
   ModelLimits limits_;
   LossOptions loss_options_;
-  std::unique_ptr<State> state_;
+  bool has_loss_ = false;         // the last forward computed the loss (and d_logits)
+  std::unique_ptr<State> state_;  // every family but ModernBERT
+  std::unique_ptr<ModernBertClassifier> modern_;  // ModernBERT
 };
 
 }  // namespace cpuft

@@ -19,6 +19,7 @@
 #include "model/batch.h"
 #include "model/family.h"
 #include "model/model_config.h"
+#include "model/model_params.h"
 #include "model/param_layout.h"
 #include "test_paths.h"
 
@@ -176,10 +177,14 @@ inline std::vector<UnusedRows> unused_embedding_rows(const ParamLayout& layout,
     std::string name;
     const std::vector<int32_t>* lookups;
   };
-  std::vector<Table> tables = {{base + "embeddings.word_embeddings.weight", &batch.input_ids},
-                               {base + "embeddings.position_embeddings.weight", &positions}};
-  if (family.token_types)
-    tables.push_back({base + "embeddings.token_type_embeddings.weight", &batch.token_type_ids});
+  // The family's lookup tables (word, position and token type, those it has) by their views.
+  std::vector<Table> tables;
+  for (const auto& e : layout.tables().embeddings) {
+    if (e.view == &ModelParams::word_emb) tables.push_back({base + e.name, &batch.input_ids});
+    if (e.view == &ModelParams::pos_emb) tables.push_back({base + e.name, &positions});
+    if (e.view == &ModelParams::type_emb && family.token_types)
+      tables.push_back({base + e.name, &batch.token_type_ids});
+  }
   std::vector<UnusedRows> out;
   for (const Table& table : tables) {
     const ParamSpec& spec = layout.at(table.name);
