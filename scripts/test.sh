@@ -33,7 +33,8 @@ run_ctest() {  # run_ctest PRESET [ctest args...]
   # torchrun-style equivalence test hung once in about 6 runs on Debian 13 (under load), an
   # intermittent fault still to be found; a deterministic failure fails twice, and the first
   # failure stays in the output.
-  ctest --preset "$@" --output-junit "$report" --repeat until-pass:2
+  # A failing test's own output is printed: CI shows only this command's output.
+  ctest --preset "$@" --output-junit "$report" --repeat until-pass:2 --output-on-failure
 }
 trap '((${#reports[@]})) && python3 scripts/skipped_tests.py "${reports[@]}"' EXIT
 

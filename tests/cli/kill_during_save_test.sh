@@ -40,8 +40,11 @@ wait_for() {
 }
 
 # 1. The kill loop. Each run starts from the newest checkpoint (the first from scratch); once it
-#    has resumed (or, the first, logged a step) it is killed 0-400 ms later: with a tiny model most
-#    of a step is its checkpoint, so most kills land in a save.
+#    has resumed (or, the first, logged a step) and then saved a checkpoint of its own, it is
+#    killed at a random moment within two of its save cycles, as long as the first took: with a
+#    tiny model most of a step is its checkpoint, so most kills land in a save however slow the
+#    disk's fsync is (a fixed 0-400 ms missed every save on a disk where one checkpoint's fsyncs
+#    took longer than that, and no run ever resumed).
 seed=${KILL_TEST_SEED:-$(($(date +%s) % 32768))}
 RANDOM=$seed
 start=$SECONDS
@@ -72,7 +75,18 @@ for ((k = 1; k <= kills; k++)); do
       fail "kill $k: the start removed '$said', the killed run had left: $(echo $previous)"
     fi
   fi
-  sleep "0.$(printf '%03d' $((RANDOM % 400)))"
+  # One save of this run's own: the cycle's length sets the range of the kill's moment.
+  cycle_start=$(date +%s%N)
+  for ((i = 0; i < 1200; i++)); do
+    [ "$(newest_step)" != "$step" ] && [ -n "$(newest_step)" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  cycle_ms=$((($(date +%s%N) - cycle_start) / 1000000))
+  [ "$(newest_step)" != "$step" ] && [ -n "$(newest_step)" ] ||
+    fail "kill $k: no checkpoint after the start from checkpoint-${step:-none}: $(tail -3 "$log")"
+  delay_ms=$((RANDOM % (2 * cycle_ms + 20)))
+  sleep "$((delay_ms / 1000)).$(printf '%03d' $((delay_ms % 1000)))"
   kill -KILL "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   previous=$(debris)
