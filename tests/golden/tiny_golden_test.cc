@@ -233,8 +233,9 @@ INSTANTIATE_TEST_SUITE_P(AfterPaddingIdx, TinyGoldenPositions,
 
 // Packing must not change a sequence's result: the same sequences in another order, or alone,
 // give the same logits (attention never crosses sequence boundaries).
-TEST(TinyGoldenClassification, PackingOrderDoesNotMatter) {
-  TinyGolden t("golden_tiny_cls.safetensors");
+class TinyGoldenPacking : public ::testing::TestWithParam<const char*> {};
+TEST_P(TinyGoldenPacking, PackingOrderDoesNotMatter) {
+  TinyGolden t(GetParam());
   t.model.forward(t.p, t.batch, StepContext{}, false);
   const int64_t B = t.batch.num_sequences(), K = t.config.num_labels;
   const std::vector<float> together(t.model.logits(), t.model.logits() + B * K);
@@ -247,6 +248,16 @@ TEST(TinyGoldenClassification, PackingOrderDoesNotMatter) {
     EXPECT_LE(relative_max(t.model.logits(), together.data() + s * K, K), 1e-6) << "sequence " << s;
   }
 }
+// BERT, and ModernBERT with both poolings (rotary positions restart in every sequence; the
+// sliding windows never reach into a neighbour).
+INSTANTIATE_TEST_SUITE_P(Fixtures, TinyGoldenPacking,
+                         ::testing::Values("golden_tiny_cls.safetensors",
+                                           "golden_tiny_modernbert_cls.safetensors",
+                                           "golden_tiny_modernbert_mean.safetensors"),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           std::string name = param.param;
+                           return name.substr(12, name.find('.') - 12);
+                         });
 
 // The sign scheme of the projections (tests/golden/projection.h) against the values
 // tools/make_goldens.py asserts for its own implementation: FNV-1a 64, SplitMix64's first output
