@@ -19,6 +19,9 @@ Fixtures:
   golden_tiny_modernbert_cls        classifier_pooling "cls", 3 labels, cross-entropy
   golden_tiny_modernbert_mean       classifier_pooling "mean", 3 labels, cross-entropy
   golden_tiny_modernbert_mean_reg   classifier_pooling "mean", 1 label, MSE (regression)
+  golden_tiny_modernbert_cls_bf16   the cls fixture's outputs under cpuft's --bf16 arithmetic
+                                    (the four products of each layer from bf16 inputs; see
+                                    make_bf16_goldens.py), for tests/golden/bf16_golden_test.cc
 
 Usage: HF_HUB_OFFLINE=1 python tools/make_modernbert_goldens.py --out tests/fixtures
 """
@@ -145,6 +148,75 @@ def make(out_dir: Path, name: str, seed: int, num_labels: int, pooling: str,
     print(f"[{name}] wrote {path}")
 
 
+class Bf16Linear(torch.autograd.Function):
+    """A bias-free nn.Linear as cpuft's bf16 plans compute it (make_bf16_goldens.py's emulation):
+    forward round_fp32(bf16(x) bf16(W)^T), the products summed in float64; backward
+    dx = bf16(dy) bf16(W), dW = bf16(dy)^T bf16(x)."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        xr, wr = x.bfloat16().double(), w.bfloat16().double()
+        ctx.save_for_backward(xr, wr)
+        return (xr @ wr.t()).float()
+
+    @staticmethod
+    def backward(ctx, gy):
+        xr, wr = ctx.saved_tensors
+        gr = gy.bfloat16().double()
+        gw = gr.reshape(-1, gr.shape[-1]).t() @ xr.reshape(-1, xr.shape[-1])
+        return (gr @ wr).float(), gw.float()
+
+
+ROUNDED = ("attn.Wqkv", "attn.Wo", "mlp.Wi", "mlp.Wo")  # the four products of each layer
+
+
+def make_bf16(out_dir: Path, name: str) -> None:
+    """The bf16 reference of fixture `name`: its init weights, batch and recipe, with the four
+    encoder products of every layer in cpuft's bf16 arithmetic (everything else fp32)."""
+    import types
+    from safetensors import safe_open
+    fp32_path = out_dir / f"{name}.safetensors"
+    with safe_open(str(fp32_path), "pt") as f:
+        md = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    config = ModernBertConfig.from_dict(json.loads(md["config"]))
+    config._attn_implementation = "eager"
+    hyper = json.loads(md["hyper"])
+    model = ModernBertForSequenceClassification(config)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.copy_(tensors[f"init.{n}"])
+    rounded = 0
+    for layer in model.model.layers:
+        for path in ROUNDED:
+            lin = layer.get_submodule(path)
+            assert lin.bias is None, path
+            lin.forward = types.MethodType(lambda self, x: Bf16Linear.apply(x, self.weight), lin)
+            rounded += 1
+    assert rounded == 4 * config.num_hidden_layers
+    batch = {k[len("input."):]: v for k, v in tensors.items() if k.startswith("input.")}
+    logits, loss, grads = mg.forward_and_grads(model, batch)
+    out = {"output.logits": logits, "output.loss": loss.reshape(1)}
+    out.update({f"grad.{n}": g for n, g in grads.items()})
+    losses, norms, lrs = mg.train_steps(model, batch, hyper)
+    out.update(mg.step_tensors(losses, norms, lrs))
+    out.update({f"step3.{n}": p.detach().clone() for n, p in model.named_parameters()})
+    rel = ((logits - tensors["output.logits"]).norm() / tensors["output.logits"].norm()).item()
+    print(f"[{name}_bf16] bf16 vs fp32: logits rel-L2 {rel:.3g}")
+    import hashlib
+    metadata = {
+        "generator": f"tools/make_modernbert_goldens.py ({mg.GENERATOR.split('(', 1)[1]}",
+        "fp32_fixture": fp32_path.name,
+        "fp32_fixture_sha256": hashlib.sha256(fp32_path.read_bytes()).hexdigest(),
+        "emulation": "encoder Wqkv, Wo, Wi, Wo2: bf16(x) bf16(W)^T in float64 -> fp32; backward bf16(dy)",
+        "family": "modernbert",
+        "rounded_linears": json.dumps([f"model.layers.<i>.{x}" for x in ROUNDED]),
+    }
+    path = out_dir / f"{name}_bf16.safetensors"
+    save_file({k: v.contiguous() for k, v in out.items()}, str(path), metadata=metadata)
+    print(f"[{name}_bf16] wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -153,6 +225,7 @@ def main() -> None:
     make(args.out, "golden_tiny_modernbert_cls", 6101, 3, "cls", 2.0)
     make(args.out, "golden_tiny_modernbert_mean", 6201, 3, "mean", 2.0)
     make(args.out, "golden_tiny_modernbert_mean_reg", 6301, 1, "mean", 8.0)
+    make_bf16(args.out, "golden_tiny_modernbert_cls")
 
 
 if __name__ == "__main__":

@@ -4,10 +4,10 @@
 // BERT with its weights); vocab.txt holds the special tokens and a small English word list, so
 // sentences built from those words tokenize to in-vocabulary ids. --no-head leaves out the
 // classifier (as a pretrained BertModel checkpoint has none); --labels K writes a K-label
-// head. --family distilbert|roberta|xlm_roberta|electra takes that family's golden fixture instead
-// (golden_tiny_<F>_cls); --vocab_size V grows the word table to V rows (small random rows), for a
-// tokenizer with more tokens than the fixture's 99; --tokenizer DIR copies DIR's files instead of
-// writing the WordPiece vocab.txt.
+// head. --family distilbert|roberta|xlm_roberta|electra|modernbert takes that family's golden
+// fixture instead (golden_tiny_<F>_cls); --vocab_size V grows the word table to V rows (small
+// random rows), for a tokenizer with more tokens than the fixture's 99; --tokenizer DIR copies
+// DIR's files instead of writing the WordPiece vocab.txt.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -61,9 +61,15 @@ int main(int argc, char** argv) {
     config.erase("id2label");
     config.erase("label2id");
     const bool distilbert = family == "distilbert";
-    config[distilbert ? "dropout" : "hidden_dropout_prob"] = dropout;
-    config[distilbert ? "attention_dropout" : "attention_probs_dropout_prob"] = dropout;
-    if (distilbert) config["seq_classif_dropout"] = dropout;
+    if (family == "modernbert") {
+      for (const char* field :
+           {"embedding_dropout", "attention_dropout", "mlp_dropout", "classifier_dropout"})
+        config[field] = dropout;
+    } else {
+      config[distilbert ? "dropout" : "hidden_dropout_prob"] = dropout;
+      config[distilbert ? "attention_dropout" : "attention_probs_dropout_prob"] = dropout;
+      if (distilbert) config["seq_classif_dropout"] = dropout;
+    }
     const int64_t fixture_vocab = config["vocab_size"];
     if (vocab_size > fixture_vocab) config["vocab_size"] = vocab_size;
     config["architectures"] = {"BertModel"};
@@ -91,7 +97,9 @@ int main(int argc, char** argv) {
       }
       data.push_back(fixture.read_f32(t.name));
       std::vector<int64_t> shape = t.shape;
-      if (name.ends_with("embeddings.word_embeddings.weight") && vocab_size > shape[0]) {
+      if ((name.ends_with("embeddings.word_embeddings.weight") ||
+           name.ends_with("embeddings.tok_embeddings.weight")) &&
+          vocab_size > shape[0]) {
         // New rows: deterministic values of the config's initializer_range scale (uniform with
         // that standard deviation), like the fixture's own rows.
         const float scale = std::sqrt(3.0f) * config.value("initializer_range", 0.02f);

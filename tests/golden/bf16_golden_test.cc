@@ -178,7 +178,8 @@ TEST_P(Bf16GoldenFamily, ThreeAdamWStepsRefreshingTheBf16Weights) {
                           "golden_tiny_" + family + "_cls_bf16.safetensors");
 }
 INSTANTIATE_TEST_SUITE_P(Families, Bf16GoldenFamily,
-                         ::testing::Values("distilbert", "roberta", "xlm_roberta", "electra"));
+                         ::testing::Values("distilbert", "roberta", "xlm_roberta", "electra",
+                                           "modernbert"));
 
 // Bf16Weights::refresh rounds exactly the encoder's four linear weights of every layer, and follows
 // an in-place change of the fp32 weights when called again.
