@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/byte_level_tables.h"
+#include "data/unicode_normalize.h"
 #include "data/utf8.h"
 
 namespace cpuft {
@@ -403,8 +404,13 @@ TokenJson parse_tokenizer_json(std::string_view text, const std::string& where) 
   if (member(*model, "unk_token"))
     opt.model_unk_token = string_field(*model, "unk_token", where, "model.");
   // normalizer / pre-tokenizer / post-processor
-  const json* normalizer = member(j, "normalizer");
-  CPUFT_REQUIRE(!normalizer, where, ": 'normalizer' must be null (byte-level BPE has none)");
+  // GPT-NeoX-style tokenizers (ModernBERT's) put NFC before the byte-level pre-tokenizer.
+  if (const json* normalizer = member(j, "normalizer")) {
+    CPUFT_REQUIRE(
+        normalizer->is_object() && string_field(*normalizer, "type", where, "normalizer.") == "NFC",
+        where, ": 'normalizer' must be null or {\"type\": \"NFC\"} (byte-level BPE)");
+    opt.nfc = true;
+  }
   const json* pre = member(j, "pre_tokenizer");
   CPUFT_REQUIRE(pre && pre->is_object(), where,
                 ": 'pre_tokenizer' must be a ByteLevel object (byte-level BPE)");
@@ -711,20 +717,30 @@ std::vector<int32_t> ByteLevelBpeTokenizer::tokenize(std::string_view text) cons
   out.reserve(text.size() / 3 + 4);
   std::vector<std::pair<size_t, size_t>> pass1, pass2;
   std::vector<int32_t> ids1, ids2;
+  // tokenizers' order: the added tokens marked normalized=false are cut from the raw text; each
+  // piece between them is normalized (NFC, when the tokenizer has it), then the tokens marked
+  // normalized=true are cut from it, and what is left is pre-tokenized.
   split_added(text, 0, text.size(), false, pass1, ids1);
+  thread_local std::string normalized;
   for (size_t k = 0; k < pass1.size(); ++k) {
     if (ids1[k] >= 0) {
-      pass2.push_back(pass1[k]);
-      ids2.push_back(ids1[k]);
-    } else {
-      split_added(text, pass1[k].first, pass1[k].second, true, pass2, ids2);
+      out.push_back(ids1[k]);
+      continue;
     }
-  }
-  for (size_t k = 0; k < pass2.size(); ++k) {
-    if (ids2[k] >= 0) {
-      out.push_back(ids2[k]);
-    } else if (pass2[k].second > pass2[k].first) {
-      tokenize_piece(text.substr(pass2[k].first, pass2[k].second - pass2[k].first), out);
+    std::string_view piece = text.substr(pass1[k].first, pass1[k].second - pass1[k].first);
+    if (options_.nfc) {
+      unicode::nfc_utf8(piece, normalized);
+      piece = normalized;
+    }
+    pass2.clear();
+    ids2.clear();
+    split_added(piece, 0, piece.size(), true, pass2, ids2);
+    for (size_t m = 0; m < pass2.size(); ++m) {
+      if (ids2[m] >= 0) {
+        out.push_back(ids2[m]);
+      } else if (pass2[m].second > pass2[m].first) {
+        tokenize_piece(piece.substr(pass2[m].first, pass2[m].second - pass2[m].first), out);
+      }
     }
   }
   return out;
@@ -1165,7 +1181,7 @@ void ByteLevelBpeTokenizer::save(const std::string& dir) const {
   tj["padding"] = nullptr;
   tj["added_tokens"] = ordered_json::array();
   for (const BpeAddedToken& t : added) tj["added_tokens"].push_back(added_token_json(t, true));
-  tj["normalizer"] = nullptr;
+  tj["normalizer"] = options_.nfc ? ordered_json({{"type", "NFC"}}) : ordered_json(nullptr);
   tj["pre_tokenizer"] = {{"type", "ByteLevel"},
                          {"add_prefix_space", options_.add_prefix_space},
                          {"trim_offsets", options_.trim_offsets},

@@ -4,7 +4,8 @@
 //
 // Pipeline of tokenize(text), in tokenizers' order:
 //   1. added tokens (<s>, </s>, <unk>, <pad>, <mask>, ...) are cut out of the raw text: leftmost,
-//      longest match, first the tokens marked normalized=false, then in what is left those marked
+//      longest match, first the tokens marked normalized=false, then, in what is left after the
+//      normalizer (NFC where tokenizer.json has one, as GPT-NeoX's and ModernBERT's), those marked
 //      normalized=true; lstrip / rstrip make a token take the whitespace beside it (RoBERTa's
 //      <mask> is lstrip);
 //   2. every other piece gets a leading space if add_prefix_space and it has none, and is split by
@@ -49,6 +50,7 @@ struct BpeTemplatePiece {
 };
 
 struct BpeOptions {
+  bool nfc = false;  // tokenizer.json's normalizer {"type": "NFC"} (GPT-NeoX style, ModernBERT)
   bool add_prefix_space = false;
   bool trim_offsets = true;  // offsets only: carried into the saved files
   bool use_regex = true;     // split with the GPT-2 pattern (else each piece is one word)

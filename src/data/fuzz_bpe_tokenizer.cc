@@ -7,6 +7,8 @@
 //   1: merges.txt text over a fixed byte-level vocabulary, then a tokenizer of both
 //   2: tokenizer.json text (used as written), then tokenize + encode of fixed texts
 //   3: vocab.json, NUL, merges.txt, NUL, text: a tokenizer of the two files tokenizes the text
+//   4: text for the fixture ModernBERT-style tokenizer (tests/fixtures/tokenizers/nfc_bpe: NFC
+//      normalizer, [CLS] A [SEP] B [SEP]), whole and as a pair, truncated to 32
 //   other: text for the fixture RoBERTa tokenizer (tests/fixtures/tokenizers/roberta_bpe), as one
 //          text and as a pair cut at its middle, truncated to the first byte's value
 #include <cstddef>
@@ -19,8 +21,9 @@
 #include "core/check.h"
 #include "data/byte_level_bpe_tokenizer.h"
 
-#ifndef CPUFT_FUZZ_FIXTURE_DIR
-#error "CPUFT_FUZZ_FIXTURE_DIR must name tests/fixtures/tokenizers/roberta_bpe"
+#if !defined(CPUFT_FUZZ_FIXTURE_DIR) || !defined(CPUFT_FUZZ_NFC_FIXTURE_DIR)
+#error \
+    "CPUFT_FUZZ_FIXTURE_DIR and CPUFT_FUZZ_NFC_FIXTURE_DIR must name the roberta_bpe and nfc_bpe fixtures"
 #endif
 
 namespace {
@@ -30,6 +33,12 @@ using cpuft::ByteLevelBpeTokenizer;
 const ByteLevelBpeTokenizer& fixture() {
   static const ByteLevelBpeTokenizer tok =
       ByteLevelBpeTokenizer::from_folder(CPUFT_FUZZ_FIXTURE_DIR);
+  return tok;
+}
+
+const ByteLevelBpeTokenizer& nfc_fixture() {
+  static const ByteLevelBpeTokenizer tok =
+      ByteLevelBpeTokenizer::from_folder(CPUFT_FUZZ_NFC_FIXTURE_DIR);
   return tok;
 }
 
@@ -85,6 +94,14 @@ void run(const uint8_t* data, size_t size) {
       opt.roberta_processing = false;
       exercise(ByteLevelBpeTokenizer(std::move(v), m, {}, opt, "vocab.json", "merges.txt"),
                in.substr(b + 1));
+      break;
+    }
+    case 4: {
+      const ByteLevelBpeTokenizer& tok = nfc_fixture();
+      (void)tok.tokenize(in);
+      const std::string_view b = in.substr(in.size() / 2);
+      const cpuft::Encoding e = tok.encode(in.substr(0, in.size() / 2), &b, 32);
+      if (e.input_ids.size() > 32) std::abort();
       break;
     }
     default: {

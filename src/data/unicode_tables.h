@@ -54,6 +54,16 @@ extern const Mapping kDecomposition[];
 extern const std::size_t kDecompositionCount;
 extern const char32_t kMappingPool[];
 
+// The primary composites of NFC (composition_table.cc), sorted by (first, second); Hangul
+// syllables compose in code.
+struct Composition {
+  char32_t first;
+  char32_t second;
+  char32_t composite;
+};
+extern const Composition kCompositions[];
+extern const std::size_t kCompositionCount;
+
 // Hangul syllables decompose algorithmically (Unicode §3.12) into 2 or 3 conjoining jamo.
 inline constexpr char32_t kHangulFirst = 0xAC00;
 inline constexpr char32_t kHangulLast = 0xD7A3;

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "core/check.h"
+#include "data/unicode_normalize.h"
 #include "data/unicode_tables.h"
 #include "data/utf8.h"
 
@@ -11,6 +12,10 @@ namespace cpuft {
 namespace {
 
 namespace uni = cpuft::unicode;
+using uni::append_nfd;
+using uni::canonical_order;
+using uni::combining_class;
+using uni::find_mapping;
 
 // ---------------------------------------------------------------------------------------------
 // Character data lookups.
@@ -38,23 +43,6 @@ inline uint8_t flags_of(char32_t c) {
   return c < 128 ? ascii_flags()[c] : flags_slow(c);
 }
 
-uint8_t combining_class(char32_t c) {
-  if (c < 0x300) return 0;  // no combining mark below U+0300
-  const uni::CccRange* end = uni::kCccRanges + uni::kCccRangeCount;
-  const uni::CccRange* it = std::upper_bound(
-      uni::kCccRanges, end, c, [](char32_t v, const uni::CccRange& r) { return v < r.first; });
-  if (it == uni::kCccRanges) return 0;
-  --it;
-  return c <= it->last ? it->ccc : 0;
-}
-
-const uni::Mapping* find_mapping(const uni::Mapping* table, size_t count, char32_t c) {
-  const uni::Mapping* end = table + count;
-  const uni::Mapping* it =
-      std::lower_bound(table, end, c, [](const uni::Mapping& m, char32_t v) { return m.cp < v; });
-  return it != end && it->cp == c ? it : nullptr;
-}
-
 // The "Chinese character" blocks of HF's BertNormalizer (CJK Unified Ideographs and extensions,
 // compatibility ideographs). This is HF's own definition, not a Unicode property, so it lives here.
 bool is_cjk(char32_t c) {
@@ -62,60 +50,6 @@ bool is_cjk(char32_t c) {
          (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
          (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
-}
-
-// Appends the full canonical decomposition of c; returns true if a non-starter was appended (then
-// the text needs canonical ordering).
-bool append_nfd(char32_t c, std::u32string& out) {
-  if (c < 0xC0) {  // nothing below U+00C0 decomposes
-    out.push_back(c);
-    return false;
-  }
-  if (c >= uni::kHangulFirst && c <= uni::kHangulLast) {
-    constexpr char32_t kL = 0x1100, kV = 0x1161, kT = 0x11A7, kTCount = 28, kNCount = 588;
-    const char32_t s = c - uni::kHangulFirst;
-    out.push_back(kL + s / kNCount);
-    out.push_back(kV + (s % kNCount) / kTCount);
-    if (s % kTCount != 0) out.push_back(kT + s % kTCount);
-    return false;  // jamo are starters
-  }
-  bool non_starter = false;
-  if (const uni::Mapping* m = find_mapping(uni::kDecomposition, uni::kDecompositionCount, c)) {
-    for (uint8_t k = 0; k < m->length; ++k) {
-      const char32_t d = uni::kMappingPool[m->offset + k];
-      out.push_back(d);
-      non_starter = non_starter || combining_class(d) != 0;
-    }
-  } else {
-    out.push_back(c);
-    non_starter = combining_class(c) != 0;
-  }
-  return non_starter;
-}
-
-// Canonical ordering (Unicode §3.11): a stable sort by combining class inside every run of
-// non-starters. Runs are short, so insertion sort.
-void canonical_order(std::u32string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    if (combining_class(s[i]) == 0) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < s.size() && combining_class(s[j]) != 0) ++j;
-    for (size_t k = i + 1; k < j; ++k) {
-      const char32_t v = s[k];
-      const uint8_t cv = combining_class(v);
-      size_t m = k;
-      while (m > i && combining_class(s[m - 1]) > cv) {
-        s[m] = s[m - 1];
-        --m;
-      }
-      s[m] = v;
-    }
-    i = j;
-  }
 }
 
 inline bool is_continuation(char byte) {

@@ -85,11 +85,10 @@ if [ -d "$fixtures/tokenizers/roberta_bpe" ]; then
   run_family roberta RobertaForSequenceClassification \
     --tokenizer "$fixtures/tokenizers/roberta_bpe" --vocab_size "$vocab" --no-dropout
 fi
-if [ -d "$fixtures/tokenizers/roberta_bpe" ]; then
-  # ModernBERT's own tokenizer (BPE with an NFC normalizer) is not in the repository; the tiny
-  # model reads the RoBERTa byte-level BPE fixture instead.
+if [ -d "$fixtures/tokenizers/nfc_bpe" ]; then
+  # A tokenizer of ModernBERT's kind (byte-level BPE, NFC normalizer, [CLS] A [SEP]), 5006 ids.
   run_family modernbert ModernBertForSequenceClassification \
-    --tokenizer "$fixtures/tokenizers/roberta_bpe" --vocab_size "$vocab" --no-dropout
+    --tokenizer "$fixtures/tokenizers/nfc_bpe" --vocab_size 5006 --no-dropout
 fi
 if [ -d "$fixtures/tokenizers/xlmr_unigram" ]; then
   run_family xlm_roberta XLMRobertaForSequenceClassification \
