@@ -40,7 +40,9 @@ namespace {
 
 double training_flops(const ModelConfig& c, const Batch& batch) {
   const double D = static_cast<double>(c.hidden_size), F = static_cast<double>(c.intermediate_size);
-  const double dense_per_token_layer = 4 * D * D + 2 * D * F;  // QKV + out + FFN weights
+  // QKV + out + FFN weights; ModernBERT's GeGLU has a (2F, D) input and a (D, F) output matrix.
+  const double ffn = c.family == Family::modernbert ? 3 * D * F : 2 * D * F;
+  const double dense_per_token_layer = 4 * D * D + ffn;
   double flops = 0;
   for (int64_t s = 0; s < batch.num_sequences(); ++s) {
     const double T = static_cast<double>(batch.length(s));
