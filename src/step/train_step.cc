@@ -136,10 +136,15 @@ std::vector<LayerRange> backward_layer_ranges(const ParamLayout& layout) {
 }
 
 GradReducer::SparseRows word_embedding_rows(const ParamLayout& layout) {
-  for (const ParamSpec& spec : layout.specs())
-    if (spec.kind == ParamKind::embedding && spec.layer == kEmbeddingsLayer &&
-        spec.name.ends_with("word_embeddings.weight") && spec.shape.size() == 2)
-      return {spec.offset, spec.shape[0], spec.shape[1]};
+  // The family's word table is the embeddings entry viewed as ModelParams::word_emb
+  // (BERT's word_embeddings, ModernBERT's tok_embeddings).
+  const FamilyParamTables& tables = layout.tables();
+  for (const auto& entry : tables.embeddings) {
+    if (entry.view != &ModelParams::word_emb) continue;
+    const ParamSpec& spec = layout.at(std::string(tables.embeddings_prefix) + entry.name);
+    CPUFT_CHECK(spec.shape.size() == 2, spec.name, " is not a table");
+    return {spec.offset, spec.shape[0], spec.shape[1]};
+  }
   CPUFT_CHECK(false, "no word-embedding table in the parameter layout");
   return {};
 }

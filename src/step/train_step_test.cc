@@ -85,6 +85,14 @@ const char* kTinyDropoutConfig = R"({
   "intermediate_size": 48, "max_position_embeddings": 32, "num_labels": 3,
   "hidden_dropout_prob": 0.2, "attention_probs_dropout_prob": 0.2, "classifier_dropout": 0.3
 })";
+// A tiny ModernBERT with every dropout on and a sliding layer (window 2 on each side).
+const char* kTinyModernBertDropoutConfig = R"({
+  "model_type": "modernbert", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "intermediate_size": 24, "max_position_embeddings": 32,
+  "num_labels": 3, "pad_token_id": 0, "local_attention": 4, "global_attn_every_n_layers": 2,
+  "embedding_dropout": 0.2, "attention_dropout": 0.2, "mlp_dropout": 0.2,
+  "classifier_dropout": 0.3, "classifier_pooling": "mean"
+})";
 
 Batch random_batch(const ModelConfig& config, const std::vector<int>& lengths, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -190,8 +198,10 @@ TEST(TrainStep, HooksHearThePhasesInOrderAndTheLastBackwardOnly) {
 // Between the layers' reports, each encoder layer's backward gives eight progress points (after
 // each of its six row-wise products, attention and the QKV weight product; the last layer's after
 // its own six, attention and the key/value weight product); none inside a parallel region.
-TEST(TrainStep, BackwardGivesProgressPointsBetweenItsProducts) {
-  Replica r(StepOptions{42, 1, 1.0});
+// Each check runs for BERT and for ModernBERT (TEST per family, not TEST_P: this file replaces
+// operator new, which GCC's mismatched-new-delete check confuses with gtest's parameter tables).
+void check_progress_points(const char* config) {
+  Replica r(StepOptions{42, 1, 1.0}, config);
   Recorder recorder;
   r.step.set_listener(&recorder);
   const Batch batch = random_batch(r.config, {4, 6, 3}, 1);
@@ -204,6 +214,12 @@ TEST(TrainStep, BackwardGivesProgressPointsBetweenItsProducts) {
   expected.push_back(-1);
   EXPECT_EQ(recorder.heard, expected);
   EXPECT_FALSE(recorder.in_parallel);
+}
+TEST(TrainStep, BackwardGivesProgressPointsBetweenItsProducts) {
+  check_progress_points(kTinyConfig);
+}
+TEST(TrainStep, ModernBertBackwardGivesProgressPointsBetweenItsProducts) {
+  check_progress_points(kTinyModernBertDropoutConfig);
 }
 
 // Two micro-batches of two sequences each, with the loss divided by 2, give the gradient of the
@@ -230,11 +246,11 @@ TEST(TrainStep, AccumulatedMicroBatchesMatchTheWholeBatch) {
 // batch), not its place in a micro-batch: the batch split in two micro-batches (as two ranks or
 // two accumulation steps would see it) gives the whole batch's loss and gradient norm. Numbered
 // from 0 in each half instead, the halves draw other masks, and the step differs.
-TEST(TrainStep, DropoutMasksFollowTheSampleIdsNotTheSplit) {
+void check_dropout_follows_sample_ids(const char* config) {
   const std::vector<int> lengths = {5, 7, 6, 4};
   auto run = [&](bool numbered) {
-    Replica whole(StepOptions{7, 1, 0.0}, kTinyDropoutConfig);
-    Replica split(StepOptions{7, 2, 0.0}, kTinyDropoutConfig);
+    Replica whole(StepOptions{7, 1, 0.0}, config);
+    Replica split(StepOptions{7, 2, 0.0}, config);
     const Batch batch = random_batch(whole.config, lengths, 9);
     std::vector<Batch> halves(2);
     for (int64_t s = 0; s < 4; ++s) {
@@ -256,6 +272,12 @@ TEST(TrainStep, DropoutMasksFollowTheSampleIdsNotTheSplit) {
   const auto [w2, h2] = run(false);
   EXPECT_EQ(w2.loss, w.loss);
   EXPECT_GT(std::abs(h2.loss - w.loss), 1e-4 * w.loss);
+}
+TEST(TrainStep, DropoutMasksFollowTheSampleIdsNotTheSplit) {
+  check_dropout_follows_sample_ids(kTinyDropoutConfig);
+}
+TEST(TrainStep, ModernBertDropoutMasksFollowTheSampleIdsNotTheSplit) {
+  check_dropout_follows_sample_ids(kTinyModernBertDropoutConfig);
 }
 
 TEST(TrainStep, RefusesMoreMicroBatchesThanAccumulationSteps) {
@@ -291,8 +313,8 @@ TEST(TrainStep, ReducerHearsEveryLayerAndIsFinished) {
 // with accumulation, a reducer and a timeline: exactly the allocations of the model's forward and
 // backward passes, which are oneDNN's small per-call argument maps (src/gemm/matmul_plan.cc), never
 // a buffer.
-TEST(TrainStep, AllocatesNothingOfItsOwnOnceWarm) {
-  Replica r(StepOptions{42, 2, 1.0});
+void check_allocates_nothing(const char* config) {
+  Replica r(StepOptions{42, 2, 1.0}, config);
   const BucketPlan plan(backward_layer_ranges(r.layout), 4 * 1024, 1024);
   SingleProcessCommunicator comm;
   GradReducer reducer(comm, plan, r.grads.data(), r.layout.total_floats());
@@ -319,6 +341,25 @@ TEST(TrainStep, AllocatesNothingOfItsOwnOnceWarm) {
   EXPECT_EQ(step_allocations, model_allocations);
   // 2 steps x (2 forward, 2 backward, 1 optimizer); the reduce phase is the reducer's to record.
   EXPECT_EQ(timeline.size(), 10u);
+}
+TEST(TrainStep, AllocatesNothingOfItsOwnOnceWarm) {
+  check_allocates_nothing(kTinyConfig);
+}
+TEST(TrainStep, ModernBertAllocatesNothingOfItsOwnOnceWarm) {
+  check_allocates_nothing(kTinyModernBertDropoutConfig);
+}
+
+// The sparse exchange of the word table finds each family's table (BERT's word_embeddings,
+// ModernBERT's tok_embeddings).
+TEST(TrainStep, WordEmbeddingRowsAreTheFamilysWordTable) {
+  for (const char* config : {kTinyConfig, kTinyModernBertDropoutConfig}) {
+    Replica r(StepOptions{}, config);
+    const GradReducer::SparseRows rows = word_embedding_rows(r.layout);
+    const ModelParams p = bind_params(r.layout, r.config, r.params.data());
+    EXPECT_EQ(r.params.data() + rows.begin, p.word_emb);
+    EXPECT_EQ(rows.rows, r.config.vocab_size);
+    EXPECT_EQ(rows.width, r.config.hidden_size);
+  }
 }
 
 }  // namespace
