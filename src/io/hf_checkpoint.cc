@@ -1,6 +1,7 @@
 #include "io/hf_checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -27,6 +28,16 @@ bool is_float(DType dtype) {
 // included: BertForSequenceClassification initialises it too).
 bool initialised_when_missing(const ParamSpec& spec, const ModelConfig& config) {
   return spec.layer >= pooler_layer(config);
+}
+
+// ModernBertPreTrainedModel._init_weights: "out" layers (head.dense) get initializer_range /
+// sqrt(2 L), the classifier hidden_size^-0.5 ("final_out"), the others initializer_range.
+double modernbert_init_stddev(const std::string& name, const ModelConfig& config) {
+  if (name == "classifier.weight") return 1.0 / std::sqrt(static_cast<double>(config.hidden_size));
+  if (name == "head.dense.weight")
+    return config.initializer_range /
+           std::sqrt(2.0 * static_cast<double>(config.num_hidden_layers));
+  return config.initializer_range;
 }
 
 }  // namespace
@@ -72,11 +83,25 @@ LoadReport load_hf_weights(std::span<const SafetensorsFile> files, const ParamLa
     } else if (spec.kind == ParamKind::norm_weight) {  // ModernBERT's head.norm: nn.LayerNorm's 1
       std::fill_n(out, spec.numel, 1.0f);
     } else {
-      // normal(0, initializer_range), as BertPreTrainedModel._init_weights does for nn.Linear.
+      // normal(0, initializer_range), as BertPreTrainedModel._init_weights does for nn.Linear;
+      // ModernBERT's draws are truncated at initializer_cutoff_factor deviations, with its own
+      // deviations for the head (modernbert_init_stddev).
       const RngKey key{options.init_seed, fnv1a64(spec.name)};
-      const float stddev = static_cast<float>(config.initializer_range);
-      for (int64_t i = 0; i < spec.numel; ++i)
-        out[i] = stddev * normal_at(key, static_cast<uint64_t>(i));
+      const double stddev = config.family == Family::modernbert
+                                ? modernbert_init_stddev(spec.name, config)
+                                : config.initializer_range;
+      const double cutoff =
+          config.family == Family::modernbert ? config.initializer_cutoff_factor : 0.0;  // none
+      // Truncated: each element redraws from its own 64 counters until inside the cutoff (64
+      // misses, 0.046^64, give 0).
+      const uint64_t draws = cutoff > 0 ? 64 : 1;
+      for (int64_t i = 0; i < spec.numel; ++i) {
+        const uint64_t first = static_cast<uint64_t>(i) * draws;
+        double x = normal_at(key, first);
+        for (uint64_t k = 1; k < draws && std::abs(x) > cutoff; ++k) x = normal_at(key, first + k);
+        if (cutoff > 0 && std::abs(x) > cutoff) x = 0;
+        out[i] = static_cast<float>(stddev * x);
+      }
     }
     report.initialised.push_back(spec.name);
   }

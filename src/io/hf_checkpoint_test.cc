@@ -188,5 +188,57 @@ TEST_F(BertCheckpoint, IntegerTensorUnderAParameterNameIsAnError) {
   }
 }
 
+// A bare ModernBertModel checkpoint (no "model." prefix, no head): every encoder tensor loads
+// under ModernBertForSequenceClassification's names, and the head is initialised as
+// ModernBertPreTrainedModel._init_weights does it: truncated normals (initializer_cutoff_factor
+// deviations) of deviation hidden_size^-0.5 for the classifier and initializer_range / sqrt(2 L)
+// for head.dense, head.norm at 1, the classifier's bias at 0.
+TEST(ModernBertCheckpoint, BareModelLoadsAndGetsModernBertsHeadInit) {
+  const ModelConfig config = parse_model_config(
+      R"({"model_type": "modernbert", "vocab_size": 30, "hidden_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "intermediate_size": 16, "pad_token_id": 0,
+          "initializer_range": 0.5, "initializer_cutoff_factor": 2.0, "num_labels": 40})",
+      "config.json");
+  const ParamLayout layout(config);
+  std::vector<float> params(static_cast<size_t>(layout.total_floats()), 0.25f);
+  std::vector<TensorToWrite> tensors;
+  for (const ParamSpec& spec : layout.specs()) {
+    if (!spec.name.starts_with("model.")) continue;  // head.* and classifier.*: absent
+    tensors.push_back({spec.name.substr(6), spec.shape, params.data() + spec.offset});
+  }
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("cpuft_modernbert_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
+  write_safetensors(path, tensors);
+  std::vector<float> loaded(params.size(), -1.0f);
+  const LoadReport report =
+      load_hf_weights(SafetensorsFile::open(path), layout, config, loaded.data());
+  std::filesystem::remove(path);
+  EXPECT_EQ(report.initialised, (std::vector<std::string>{"head.dense.weight", "head.norm.weight",
+                                                          "classifier.weight", "classifier.bias"}));
+  const ParamSpec& norm = layout.at("model.final_norm.weight");
+  EXPECT_EQ(loaded[norm.offset], 0.25f);
+  auto rms_and_max = [&](const std::string& name) {
+    const ParamSpec& s = layout.at(name);
+    double sum2 = 0, largest = 0;
+    for (int64_t i = 0; i < s.numel; ++i) {
+      sum2 += static_cast<double>(loaded[s.offset + i]) * loaded[s.offset + i];
+      largest = std::max(largest, static_cast<double>(std::abs(loaded[s.offset + i])));
+    }
+    return std::pair{std::sqrt(sum2 / static_cast<double>(s.numel)), largest};
+  };
+  // A normal truncated at 2 deviations has 0.88 of the deviation as its RMS.
+  const auto [classifier_rms, classifier_max] = rms_and_max("classifier.weight");
+  EXPECT_NEAR(classifier_rms, 0.88 * 0.125, 0.01);  // 64^-0.5 = 0.125; 2560 draws
+  EXPECT_LE(classifier_max, 2 * 0.125);
+  const auto [dense_rms, dense_max] = rms_and_max("head.dense.weight");
+  EXPECT_NEAR(dense_rms, 0.88 * 0.25, 0.02);  // 0.5 / sqrt(2 x 2)
+  EXPECT_LE(dense_max, 2 * 0.25);
+  const ParamSpec& head_norm = layout.at("head.norm.weight");
+  for (int64_t i = 0; i < head_norm.numel; ++i) EXPECT_EQ(loaded[head_norm.offset + i], 1.0f);
+  const ParamSpec& bias = layout.at("classifier.bias");
+  for (int64_t i = 0; i < bias.numel; ++i) EXPECT_EQ(loaded[bias.offset + i], 0.0f);
+}
+
 }  // namespace
 }  // namespace cpuft

@@ -92,6 +92,13 @@ void parse_modernbert(const FieldReader& reader, ModelConfig& c) {
   reader.read("local_attention", c.local_attention, false);
   CPUFT_REQUIRE(c.local_attention >= 0, label, ": field 'local_attention' must be >= 0, got ",
                 c.local_attention);
+  // HF: a null cutoff factor means 3.
+  if (reader.object.contains("initializer_cutoff_factor") &&
+      reader.object["initializer_cutoff_factor"].is_null())
+    c.initializer_cutoff_factor = 3;
+  reader.read("initializer_cutoff_factor", c.initializer_cutoff_factor);
+  CPUFT_REQUIRE(c.initializer_cutoff_factor > 0, label,
+                ": field 'initializer_cutoff_factor' must be positive");
   std::string pooling = "cls";
   reader.read("classifier_pooling", pooling);
   CPUFT_REQUIRE(pooling == "cls" || pooling == "mean", label, ": field 'classifier_pooling' is \"",

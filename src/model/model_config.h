@@ -56,6 +56,7 @@ struct ModelConfig {
   double global_rope_theta = 0;      // rotary base of the full-attention layers
   double local_rope_theta = 0;       // and of the sliding ones
   bool mean_pooling = false;         // classifier_pooling "mean"; else "cls" (the first token)
+  double initializer_cutoff_factor = 2;  // new weights: normal truncated at this many deviations
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }  // Dh
   // Tokens a sliding layer's token sees on each side (HF's config.sliding_window).
