@@ -29,6 +29,8 @@
 namespace cpuft {
 
 // What the forward pass keeps for the backward pass of one layer (views into the model's arena).
+// Under bf16, ctx, h1 and ffn_act are the same buffers in every layer (SequenceClassifier's
+// carve): valid only during the layer's own forward; backward reads ctx_b, h1_b and act_b.
 struct LayerActivations {
   float* qkv;       // (N, 3D)
   float* probs;     // attention probabilities, see attention_prob_offsets

@@ -63,8 +63,13 @@ struct ClassifierBuffers {
   const Batch* batch = nullptr;           // of the last forward
   StepContext context;
 
-  // Carves all buffers from the arena; with base == nullptr only counts floats.
-  int64_t carve(const ModelConfig& c, const ModelLimits& limits, float* base) {
+  // Carves all buffers from the arena; with base == nullptr only counts floats. Under bf16 the
+  // layers' fp32 ctx, h1 and ffn_act are only inputs of the next operations of their own layer's
+  // forward (products, residual, LayerNorm): backward reads their bf16 roundings (x_b, ctx_b,
+  // h1_b, act_b) instead, so every layer writes them into one shared set of buffers, a third of
+  // the per-token activations of an encoder layer.
+  int64_t carve(const ModelConfig& c, const ModelLimits& limits, MatmulPrecision precision,
+                float* base) {
     const int64_t N = limits.max_tokens, B = limits.max_sequences, T = limits.max_seq_len;
     const int64_t D = c.hidden_size, F = c.intermediate_size, H = c.num_attention_heads;
     const int64_t K = c.num_labels, E = c.embedding_size;
@@ -80,16 +85,20 @@ struct ClassifierBuffers {
     d_emb_drop = a.take(N * E);
     d_emb_sum = a.take(N * E);
     layers.resize(static_cast<size_t>(c.num_hidden_layers - 1));
+    const bool shared = precision == MatmulPrecision::bf16 && !layers.empty();
+    float* shared_ctx = shared ? a.take(N * D) : nullptr;
+    float* shared_h1 = shared ? a.take(N * D) : nullptr;
+    float* shared_act = shared ? a.take(N * F) : nullptr;
     for (LayerActivations& l : layers) {
       l.qkv = a.take(N * 3 * D);
       l.probs = a.take(probs);
-      l.ctx = a.take(N * D);
+      l.ctx = shared ? shared_ctx : a.take(N * D);
       l.s1 = a.take(N * D);
       l.ln1_mean = a.take(N);
       l.ln1_rstd = a.take(N);
-      l.h1 = a.take(N * D);
+      l.h1 = shared ? shared_h1 : a.take(N * D);
       l.ffn_pre = a.take(N * F);
-      l.ffn_act = a.take(N * F);
+      l.ffn_act = shared ? shared_act : a.take(N * F);
       l.s2 = a.take(N * D);
       l.ln2_mean = a.take(N);
       l.ln2_rstd = a.take(N);
@@ -204,9 +213,9 @@ SequenceClassifier::SequenceClassifier(const ModelConfig& config, const ModelLim
     return;
   }
   state_ = std::make_unique<State>(config, limits, precision);
-  const int64_t floats = state_->carve(config, limits, nullptr);
+  const int64_t floats = state_->carve(config, limits, precision, nullptr);
   state_->arena = AlignedBuffer<float>(static_cast<size_t>(floats));
-  state_->carve(config, limits, state_->arena.data());
+  state_->carve(config, limits, precision, state_->arena.data());
   if (precision == MatmulPrecision::bf16) {  // else the bf16 pointers stay nullptr
     const int64_t halves = state_->carve_bf16(config, limits, nullptr);
     state_->bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(halves));
@@ -226,7 +235,8 @@ int64_t SequenceClassifier::activation_bytes(const ModelConfig& config, const Mo
   if (config.family == Family::modernbert)
     return ModernBertClassifier::activation_bytes(config, limits, precision);
   ClassifierBuffers counter;
-  int64_t bytes = counter.carve(config, limits, nullptr) * static_cast<int64_t>(sizeof(float));
+  int64_t bytes =
+      counter.carve(config, limits, precision, nullptr) * static_cast<int64_t>(sizeof(float));
   if (precision == MatmulPrecision::bf16)
     bytes += counter.carve_bf16(config, limits, nullptr) * static_cast<int64_t>(sizeof(bf16));
   return bytes;
