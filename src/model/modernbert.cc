@@ -89,8 +89,11 @@ void geglu_backward(const KernelTable& k, float* d_wi, const float* d_act, const
 // The activations and scratch of one forward/backward, carved from one arena sized for the
 // model's limits; counting alone (base == nullptr) sizes it: activation_bytes.
 struct ModernBuffers {
-  // Carves every buffer from the arena; with base == nullptr only counts floats.
-  int64_t carve(const ModelConfig& c, const ModelLimits& limits, float* base) {
+  // Carves every buffer from the arena; with base == nullptr only counts floats. Under bf16 the
+  // fp32 xn, ctx, hn and act of a layer are read only by its own forward (backward reads their
+  // bf16 roundings), so all layers share one set, as in SequenceClassifier.
+  int64_t carve(const ModelConfig& c, const ModelLimits& limits, MatmulPrecision precision,
+                float* base) {
     const int64_t N = limits.max_tokens, B = limits.max_sequences, T = limits.max_seq_len;
     const int64_t D = c.hidden_size, F = c.intermediate_size, H = c.num_attention_heads;
     const int64_t K = c.num_labels;
@@ -101,22 +104,27 @@ struct ModernBuffers {
     emb_ln = a.take(N * D);
     h0 = a.take(N * D);
     layers.assign(static_cast<size_t>(c.num_hidden_layers), ModernLayerActivations{});
+    const bool shared = precision == MatmulPrecision::bf16;
+    float* shared_xn = shared ? a.take(N * D) : nullptr;
+    float* shared_ctx = shared ? a.take(N * D) : nullptr;
+    float* shared_hn = shared ? a.take(N * D) : nullptr;
+    float* shared_act = shared ? a.take(N * F) : nullptr;
     for (size_t l = 0; l < layers.size(); ++l) {
       ModernLayerActivations& x = layers[l];
       if (l > 0) {
-        x.xn = a.take(N * D);
+        x.xn = shared ? shared_xn : a.take(N * D);
         x.xn_mean = a.take(N);
         x.xn_rstd = a.take(N);
       }
       x.qkv = a.take(N * 3 * D);
       x.probs = a.take(H * T * N);  // sum_s T_s^2 <= T N per head
-      x.ctx = a.take(N * D);
+      x.ctx = shared ? shared_ctx : a.take(N * D);
       x.s1 = a.take(N * D);
-      x.hn = a.take(N * D);
+      x.hn = shared ? shared_hn : a.take(N * D);
       x.hn_mean = a.take(N);
       x.hn_rstd = a.take(N);
       x.wi = a.take(N * 2 * F);
-      x.act = a.take(N * F);
+      x.act = shared ? shared_act : a.take(N * F);
       x.out = a.take(N * D);
     }
     fin = a.take(N * D);
@@ -216,8 +224,8 @@ ModernBertClassifier::ModernBertClassifier(const ModelConfig& config, const Mode
   CPUFT_CHECK(config.family == Family::modernbert,
               "ModernBertClassifier needs a modernbert config");
   State& s = *state_;
-  s.arena = AlignedBuffer<float>(static_cast<size_t>(s.carve(config, limits, nullptr)));
-  s.carve(config, limits, s.arena.data());
+  s.arena = AlignedBuffer<float>(static_cast<size_t>(s.carve(config, limits, precision, nullptr)));
+  s.carve(config, limits, precision, s.arena.data());
   std::fill_n(s.zeros, config.hidden_size, 0.0f);
   if (precision == MatmulPrecision::bf16) {
     s.bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(s.carve_bf16(config, limits, nullptr)));
@@ -234,7 +242,8 @@ ModernBertClassifier::~ModernBertClassifier() = default;
 int64_t ModernBertClassifier::activation_bytes(const ModelConfig& config, const ModelLimits& limits,
                                                MatmulPrecision precision) {
   ModernBuffers counter;
-  int64_t bytes = counter.carve(config, limits, nullptr) * static_cast<int64_t>(sizeof(float));
+  int64_t bytes =
+      counter.carve(config, limits, precision, nullptr) * static_cast<int64_t>(sizeof(float));
   if (precision == MatmulPrecision::bf16)
     bytes += counter.carve_bf16(config, limits, nullptr) * static_cast<int64_t>(sizeof(bf16));
   return bytes;
