@@ -83,15 +83,31 @@ std::vector<double> bucket_ready_seconds(const ComputeProfile& profile, const Bu
   return ready;
 }
 
+double bucket_comm_seconds(int64_t floats, bool last_bucket, int hosts, const LinkModel& link,
+                           const ExchangeModel& exchange) {
+  const double values = static_cast<double>(floats);
+  if (!last_bucket || exchange.sparse_rows_per_host <= 0)
+    return ring_allreduce_seconds(values * exchange.bytes_per_value, hosts, link);
+  const double rows = static_cast<double>(exchange.table_rows);
+  const double width = static_cast<double>(exchange.table_width);
+  CPUFT_CHECK(rows * width <= values, "the word table does not fit in the last bucket");
+  const double union_rows = std::min(
+      rows, static_cast<double>(hosts) * static_cast<double>(exchange.sparse_rows_per_host));
+  // The rest of the bucket, the fp32 row flags, then the packed rows: three all-reduces in turn.
+  return ring_allreduce_seconds((values - rows * width) * exchange.bytes_per_value, hosts, link) +
+         ring_allreduce_seconds(rows * sizeof(float), hosts, link) +
+         ring_allreduce_seconds(union_rows * width * exchange.bytes_per_value, hosts, link);
+}
+
 ScalingPoint predict_scaling(const ComputeProfile& profile, const BucketPlan& plan, int hosts,
-                             const LinkModel& link) {
+                             const LinkModel& link, const ExchangeModel& exchange) {
   const std::vector<double> ready = bucket_ready_seconds(profile, plan);
   std::vector<BucketTask> tasks;
   for (size_t b = 0; b < ready.size(); ++b) {
-    const double bytes = static_cast<double>(plan.buckets()[b].floats()) * sizeof(float);
+    const double comm = bucket_comm_seconds(plan.buckets()[b].floats(), b + 1 == ready.size(),
+                                            hosts, link, exchange);
     // A bucket cannot be ready after backward ends (guards rounding in measured profiles).
-    tasks.push_back(
-        {std::min(ready[b], profile.backward_seconds), ring_allreduce_seconds(bytes, hosts, link)});
+    tasks.push_back({std::min(ready[b], profile.backward_seconds), comm});
   }
   const OverlapResult r = simulate_overlap(profile.backward_seconds, tasks);
   ScalingPoint p;
@@ -141,6 +157,14 @@ void add_bench_flags(CLI::App& app, BenchOptions& o) {
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--latency_us", o.latency_us, "Per-message latency of the ring, microseconds")
+      ->capture_default_str();
+  app.add_option("--gradient_exchange_dtype", o.exchange_dtype,
+                 "Gradient values on the wire, as cpuft train's flag: float32 or bfloat16")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))
+      ->capture_default_str();
+  app.add_option("--sparse_rows", o.sparse_rows,
+                 "Word-table rows one host touches per step: model the table's sparse exchange "
+                 "(0: the whole table)")
       ->capture_default_str();
   app.add_option("--bucket_cap_mb", o.bucket_cap_mb, "Gradient bucket cap (as cpuft train)")
       ->capture_default_str();
@@ -331,6 +355,16 @@ int run_bench(const BenchOptions& o) {
     links.push_back(LinkModel{label, bandwidth, 0});  // latency folded into the bandwidth
   }
 
+  CPUFT_REQUIRE(o.sparse_rows >= 0, "--sparse_rows must be >= 0");
+  ExchangeModel exchange;
+  exchange.bytes_per_value = o.exchange_dtype == "bfloat16" ? 2 : 4;
+  if (o.sparse_rows > 0) {
+    const GradReducer::SparseRows table = word_embedding_rows(layout);
+    exchange.sparse_rows_per_host = std::min(o.sparse_rows, table.rows);
+    exchange.table_rows = table.rows;
+    exchange.table_width = table.width;
+  }
+
   const ComputeProfile profile = measure_compute(o, config, layout);
   const std::vector<double> ready = bucket_ready_seconds(profile, plan);
 
@@ -375,9 +409,15 @@ int run_bench(const BenchOptions& o) {
     std::printf("\n(c) not under mpirun with 2 ranks: network modelled from --link_gbit only\n");
 
   std::printf("\nprediction (model and assumptions: docs/scaling.md); speedup = N x T(1) / T(N)\n");
+  std::printf("exchange: %s values; word table %s\n", o.exchange_dtype.c_str(),
+              exchange.sparse_rows_per_host > 0
+                  ? str("sparse, ", exchange.sparse_rows_per_host, " of ", exchange.table_rows,
+                        " rows per host (union bounded by N x that)")
+                        .c_str()
+                  : "whole");
   for (const LinkModel& link : links) {
     std::vector<ScalingPoint> points;
-    for (int h : o.hosts) points.push_back(predict_scaling(profile, plan, h, link));
+    for (int h : o.hosts) points.push_back(predict_scaling(profile, plan, h, link, exchange));
     std::printf("\n%s", format_scaling_table(points, link, o.batch).c_str());
   }
   return 0;

@@ -25,6 +25,8 @@
 //   5. The step ends when backward and the last bucket are both done; then clip + AdamW (every
 //      host updates its full copy of the parameters, as DDP does). Averaging cost is ignored.
 //   6. Stragglers, jitter and the data loader are not modelled.
+//   7. What each bucket sends: ExchangeModel (fp32 or bf16 values; optionally the word table as
+//      flags plus the union of the touched rows, bounded above).
 #pragma once
 
 #include <cstdint>
@@ -85,6 +87,22 @@ OverlapResult simulate_overlap(double backward_seconds, const std::vector<Bucket
 // layer of the plan; cpuft::Error otherwise).
 std::vector<double> bucket_ready_seconds(const ComputeProfile& profile, const BucketPlan& plan);
 
+// What the gradient exchange sends (GradReducer): each value as fp32, or as bf16 under
+// --gradient_exchange_dtype bfloat16; and, when sparse_rows_per_host > 0, the word table of the
+// last bucket as cpuft sends it: one fp32 flag per row all-reduced, then the rows some host
+// touched, packed. The union of the hosts' rows is taken as min(rows, N x sparse_rows_per_host):
+// disjoint rows, an upper bound (hosts share their common tokens).
+struct ExchangeModel {
+  double bytes_per_value = 4;
+  int64_t sparse_rows_per_host = 0;  // 0: the table goes whole
+  int64_t table_rows = 0;            // V
+  int64_t table_width = 0;           // D (E)
+};
+
+// Link time of bucket `floats` (the last bucket: the table's flags and rows, when sparse).
+double bucket_comm_seconds(int64_t floats, bool last_bucket, int hosts, const LinkModel& link,
+                           const ExchangeModel& exchange);
+
 struct ScalingPoint {
   int hosts = 1;
   double step_seconds = 0;
@@ -96,7 +114,7 @@ struct ScalingPoint {
 };
 
 ScalingPoint predict_scaling(const ComputeProfile& profile, const BucketPlan& plan, int hosts,
-                             const LinkModel& link);
+                             const LinkModel& link, const ExchangeModel& exchange = {});
 
 // The table printed by the bench, one line per host count, for one link.
 std::string format_scaling_table(const std::vector<ScalingPoint>& points, const LinkModel& link,
@@ -115,7 +133,9 @@ struct BenchOptions {
   double latency_us = 30;
   double bucket_cap_mb = 25;
   int allreduce_reps = 3;
-  bool bf16 = false;  // bf16 encoder products, as cpuft train --bf16
+  bool bf16 = false;                       // bf16 encoder products, as cpuft train --bf16
+  std::string exchange_dtype = "float32";  // --gradient_exchange_dtype
+  int64_t sparse_rows = 0;  // word-table rows one host touches per step (0: dense exchange)
 };
 // Sequence lengths, one positive integer per line (e.g. bench/data/mrpc_train_lengths_cased.txt).
 std::vector<int> read_lengths(const std::string& path);

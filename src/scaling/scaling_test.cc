@@ -19,6 +19,29 @@ TEST(Scaling, RingAllReduceCost) {
   EXPECT_THROW(ring_allreduce_seconds(1, 0, link), Error);
 }
 
+// What a bucket sends (ExchangeModel, GradReducer's wire format): bf16 halves the bytes; the last
+// bucket with a sparse word table sends the rest, one fp32 flag per row, then the union of the
+// touched rows (N x rows per host, at most the table).
+TEST(Scaling, BucketBytesFollowTheExchange) {
+  const LinkModel link = link_from_gbit(8, 0);  // 1e9 bytes/s; 2 hosts: a ring moves 1x the bytes
+  const int64_t floats = 250'000'000;           // 1 GB in fp32
+  EXPECT_DOUBLE_EQ(bucket_comm_seconds(floats, false, 2, link, ExchangeModel{}), 1.0);
+  EXPECT_DOUBLE_EQ(bucket_comm_seconds(floats, false, 2, link, ExchangeModel{2}), 0.5);
+  // A table of 1000 x 100,000 values in the last bucket; 100 rows touched per host.
+  const ExchangeModel sparse{4, 100, 1000, 100'000};
+  const double rest = (floats - 1e8) * 4, flags = 1000 * 4.0;
+  EXPECT_DOUBLE_EQ(bucket_comm_seconds(floats, true, 2, link, sparse),
+                   (rest + flags + 2 * 100 * 1e5 * 4) / 1e9);
+  EXPECT_DOUBLE_EQ(bucket_comm_seconds(floats, false, 2, link, sparse), 1.0);  // not the last
+  // 16 hosts: union bounded by the table (1000 rows), not 1600.
+  const double ring16 = 2.0 * 15 / 16;
+  EXPECT_DOUBLE_EQ(bucket_comm_seconds(floats, true, 16, link, sparse),
+                   ring16 * (rest + flags + 1000 * 1e5 * 4) / 1e9);
+  const ExchangeModel sparse_bf16{2, 100, 1000, 100'000};
+  EXPECT_DOUBLE_EQ(bucket_comm_seconds(floats, true, 2, link, sparse_bf16),
+                   ((floats - 1e8) * 2 + flags + 2 * 100 * 1e5 * 2) / 1e9);
+}
+
 TEST(Scaling, NoOverlapPossible) {
   // The only bucket is ready when backward ends: all of its time is exposed.
   const OverlapResult r = simulate_overlap(1.0, {{1.0, 0.5}});
