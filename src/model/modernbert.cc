@@ -279,6 +279,21 @@ struct LayerContext {
   PackedRows rows(int64_t width) const { return PackedRows{B, seq_offsets, sample_ids, width}; }
 };
 
+// The batch's geometry and the layers' dropout rates (0 outside training), for forward and
+// backward alike.
+LayerContext layer_context(const KernelTable& k, const ModelConfig& c, const Batch& batch,
+                           const int64_t* prob_offsets, const int64_t* sample_ids, bool training) {
+  return LayerContext{k,
+                      c,
+                      batch.num_tokens(),
+                      batch.num_sequences(),
+                      batch.seq_offsets.data(),
+                      prob_offsets,
+                      sample_ids,
+                      training ? static_cast<float>(c.hidden_dropout_prob) : 0.0f,
+                      training ? static_cast<float>(c.attention_probs_dropout_prob) : 0.0f};
+}
+
 }  // namespace
 
 void ModernBertClassifier::forward(const ModelParams& p, const Batch& batch,
@@ -296,15 +311,7 @@ void ModernBertClassifier::forward(const ModelParams& p, const Batch& batch,
   s.context = context;
   attention_prob_offsets(s.prob_offsets.data(), batch.seq_offsets.data(), B, c.num_attention_heads);
   const bool training = context.training;
-  const LayerContext lc{k,
-                        c,
-                        N,
-                        B,
-                        batch.seq_offsets.data(),
-                        s.prob_offsets.data(),
-                        s.sample_ids,
-                        training ? static_cast<float>(c.hidden_dropout_prob) : 0.0f,
-                        training ? static_cast<float>(c.attention_probs_dropout_prob) : 0.0f};
+  const LayerContext lc = layer_context(k, c, batch, s.prob_offsets.data(), s.sample_ids, training);
 
   // Embeddings: h0 = dropout(LayerNorm(tok[ids]))
   {
@@ -392,15 +399,7 @@ void ModernBertClassifier::backward(const ModelParams& p, const ModelParams& g,
   const int64_t N = batch.num_tokens(), B = batch.num_sequences();
   const int64_t D = c.hidden_size, F = c.intermediate_size, K = c.num_labels;
   const bool training = context.training;
-  const LayerContext lc{k,
-                        c,
-                        N,
-                        B,
-                        batch.seq_offsets.data(),
-                        s.prob_offsets.data(),
-                        s.sample_ids,
-                        training ? static_cast<float>(c.hidden_dropout_prob) : 0.0f,
-                        training ? static_cast<float>(c.attention_probs_dropout_prob) : 0.0f};
+  const LayerContext lc = layer_context(k, c, batch, s.prob_offsets.data(), s.sample_ids, training);
   auto ready = [&](int layer) {
     if (listener != nullptr) listener->on_layer_grads_ready(layer);
   };
