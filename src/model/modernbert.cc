@@ -12,6 +12,7 @@
 #include "model/arena_carver.h"
 #include "model/attention.h"
 #include "model/bf16_weights.h"
+#include "model/dropout_streams.h"
 #include "model/encoder_layer.h"
 #include "model/packed_dropout.h"
 #include "model/rotary.h"
@@ -20,14 +21,8 @@ namespace cpuft {
 
 namespace {
 
-// Dropout streams: BERT's numbering (sequence_classifier.cc), the layer sites of encoder_layer.h
-// (kFfnOutput is the GeGLU output's dropout here).
-constexpr uint32_t kEmbeddingsDropoutLayer = 0xFE;
-constexpr uint32_t kClassifierDropoutLayer = 0xFF;
-
-RngKey dropout_key(const StepContext& ctx, uint32_t layer, uint32_t site) {
-  return RngKey{ctx.seed, dropout_stream(ctx.step, layer, site)};
-}
+// Dropout streams: model/dropout_streams.h, with encoder_layer.h's layer sites (kFfnOutput is the
+// GeGLU output's dropout here).
 
 // What one layer keeps for backward (views into the arena). Layer 0 has no attn_norm: its xn is
 // its input, and xn/xn_mean/xn_rstd stay nullptr.

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "kernels/kernels.h"
 #include "model/arena_carver.h"
+#include "model/dropout_streams.h"
 #include "model/encoder_layer.h"
 #include "model/family.h"
 #include "model/first_token_layer.h"
@@ -17,10 +18,8 @@ namespace cpuft {
 
 namespace {
 
-// Dropout stream "layer" numbers for the parts outside the encoder layers, and the head's two
-// sites (the output site keeps number 0, BERT's only head dropout).
-constexpr uint32_t kEmbeddingsDropoutLayer = 0xFE;
-constexpr uint32_t kClassifierDropoutLayer = 0xFF;
+// The head's two dropout sites (model/dropout_streams.h; the output site keeps number 0, BERT's
+// only head dropout).
 constexpr uint32_t kHeadOutputSite = 0, kHeadInputSite = 1;
 
 }  // namespace
@@ -255,10 +254,6 @@ void SequenceClassifier::refresh_bf16_weights(const ModelParams& params) {
 }
 
 namespace {
-
-RngKey dropout_key(const StepContext& ctx, uint32_t layer, uint32_t site) {
-  return RngKey{ctx.seed, dropout_stream(ctx.step, layer, site)};
-}
 
 // The dropout streams of encoder layer l.
 struct LayerKeys {
