@@ -151,11 +151,11 @@ void check_ranks_agree(Communicator& comm,
       const size_t ea = all[0].find('\n', a), eb = all[r].find('\n', b);
       const std::string la = all[0].substr(a, ea - a), lb = all[r].substr(b, eb - b);
       if (la != lb)
-        throw Error(str("ranks disagree: rank 0 has ", la, " but rank ", r, " has ", lb));
+        throw AgreedError(str("ranks disagree: rank 0 has ", la, " but rank ", r, " has ", lb));
       a = ea + 1;
       b = eb + 1;
     }
-    throw Error(str("ranks 0 and ", r, " disagree on the run's set-up"));
+    throw AgreedError(str("ranks 0 and ", r, " disagree on the run's set-up"));
   }
 }
 

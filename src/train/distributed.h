@@ -34,8 +34,8 @@ DistContext start_distributed(const std::string& backend, double timeout_seconds
 // was killed" (MPICH's Hydra names processes by pid) to a rank.
 std::vector<std::string> describe_ranks(DistContext& dist);
 
-// Every rank passes the same list of (name, value) facts; a difference is an Error naming the fact
-// and the ranks that disagree with rank 0.
+// Every rank passes the same list of (name, value) facts; a difference is an AgreedError (every
+// rank throws it) naming the fact and the ranks that disagree with rank 0.
 void check_ranks_agree(Communicator& comm,
                        const std::vector<std::pair<std::string, std::string>>& facts);
 

@@ -161,10 +161,12 @@ ClaimedOutputFolder claim_output_folder(Communicator& comm, const fs::path& dir,
   }
   try {
     check_ranks_agree(comm, {{"--output_dir claim", refused.empty() ? "ok" : refused}});
-  } catch (const Error&) {
+  } catch (const AgreedError&) {
     if (refused.empty()) throw;  // "ranks disagree: rank 0 has --output_dir claim=<its line> ..."
   }
-  CPUFT_REQUIRE(refused.empty(), refused);
+  // Every rank gets here with the same gathered claims and stops: rank 0 with its refusal, the
+  // others above with the line naming it.
+  if (!refused.empty()) throw AgreedError(refused);
   return claimed;
 }
 

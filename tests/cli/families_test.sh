@@ -35,16 +35,16 @@ make_data() {  # make_data FILE ROWS
 make_data "$work/train.tsv" 320
 make_data "$work/dev.tsv" 64
 
-# family, architecture, extra make_tiny_model flags
+# family, architecture, extra make_tiny_model flags (EPOCHS=N run_family ...: N epochs, else 4)
 run_family() {
-  local family="$1" architecture="$2"
+  local family="$1" architecture="$2" epochs="${EPOCHS:-4}"
   shift 2
   local model="$work/$family-model" out="$work/$family-run"
   "$make_tiny_model" "$model" --family "$family" --no-head "$@" >/dev/null ||
     { fail "$family: cannot make the tiny model"; return; }
   local flags=(--model_name_or_path "$model" --train_file "$work/train.tsv"
                --validation_file "$work/dev.tsv" --do_train --do_eval --max_seq_length 16
-               --per_device_train_batch_size 16 --learning_rate 2e-3 --num_train_epochs 4
+               --per_device_train_batch_size 16 --learning_rate 2e-3 --num_train_epochs "$epochs"
                --warmup_ratio 0.1 --logging_steps 10 --seed 3)
   if ! "$cpuft" train "${flags[@]}" --save_strategy steps --save_steps 40 \
       --output_dir "$out" >"$work/$family.log" 2>&1; then
@@ -91,7 +91,10 @@ if [ -d "$fixtures/tokenizers/nfc_bpe" ]; then
     --tokenizer "$fixtures/tokenizers/nfc_bpe" --vocab_size 5006 --no-dropout
 fi
 if [ -d "$fixtures/tokenizers/xlmr_unigram" ]; then
-  run_family xlm_roberta XLMRobertaForSequenceClassification \
+  # Its 9000-row word table (8901 small random rows beyond the fixture's) learns the task more
+  # slowly: after 4 epochs seeds 1-7 reach dev accuracy 0.875-0.97, two of them under 0.9, so a
+  # last-bit difference between CPUs could fail the test; after 8 epochs seeds 1-8 reach 0.98-1.
+  EPOCHS=8 run_family xlm_roberta XLMRobertaForSequenceClassification \
     --tokenizer "$fixtures/tokenizers/xlmr_unigram" --vocab_size 9000
 fi
 

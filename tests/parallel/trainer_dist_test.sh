@@ -5,6 +5,7 @@
 #   2. the same job across two "hosts" (network namespaces, TCP) gives bit-identical weights to the
 #      2-rank job on one host;
 #   3. a rank killed with SIGKILL mid-training ends the whole job within 30 s, with a message;
+#      ranks started with different arguments all stop with the line naming the difference;
 #   4. srun on a one-node Slurm cluster (tests/parallel/slurm_one_node.sh) gives the same weights, bit
 #      for bit, as mpirun;
 #   5. (WITH_CCL=1) the oneCCL backend, under mpirun and under torchrun-style variables (one host and
@@ -182,6 +183,19 @@ else
   grep -qiE "killed|signal 9|lost|died" "$work/killed.log" && pass ||
     fail "kill test: no message: $(tail -3 "$work/killed.log")"
 fi
+
+# 3b. Ranks started with different arguments (mpirun's MPMD form): every rank ends with the
+#     line naming the first difference, exit 1, and the job ends without MPI_Abort (which under
+#     load killed a rank before its line got out).
+"$mpirun" --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 \
+  -np 1 "$cpuft" train "${flags[@]}" --per_device_train_batch_size 8 --output_dir "$work/mpmd" : \
+  -np 1 "$cpuft" train "${flags[@]}" --per_device_train_batch_size 8 --output_dir "$work/mpmd" \
+  --learning_rate 2e-3 >"$work/mpmd.log" 2>&1
+status=$?
+disagree="^error: ranks disagree: rank 0 has --learning_rate=0.001 but rank 1 has --learning_rate=0.002$"
+[ "$status" = 1 ] && [ "$(grep -c "$disagree" "$work/mpmd.log")" = 2 ] &&
+  ! grep -q MPI_ABORT "$work/mpmd.log" && [ ! -e "$work/mpmd/.cpuft.lock" ] && pass ||
+  fail "ranks with different arguments: exit $status: $(grep -v '^-*$' "$work/mpmd.log" | tail -8 | tr '\n' '|')"
 
 # 4. Slurm: srun --mpi=pmix starts the ranks; weights identical to mpirun's.
 "$(dirname "$0")/slurm_one_node.sh" srun -n 2 --mpi=pmix "$cpuft" train "${flags[@]}" \
