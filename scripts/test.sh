@@ -70,6 +70,10 @@ run_ctest asan-ubsan -j2
 # ThreadSanitizer on the distributed tests of the MPI backend (one OpenMP thread per rank): the
 # gradient reducer's non-blocking all-reduces against MPI's own threads; tests/parallel/tsan.supp
 # says what is suppressed and why the oneCCL ones (and srun, which runs one) are left out.
+# The tsan test preset sets PMIX_MCA_gds=hash: PMIx 5's shared-memory store (Debian 13's Open MPI)
+# maps its segment at a fixed address that ThreadSanitizer's memory layout refuses, and every
+# MPI_Init failed there ("gds/shmem2 ... was given a different one"); the hash store keeps its
+# data in each process's own memory.
 echo "== ThreadSanitizer build: the distributed tests (MPI backend)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target "${dist_targets[@]}"
