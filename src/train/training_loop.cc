@@ -120,13 +120,20 @@ void stop_if_not_finite(const Trainer::State& s, const StepResult& step) {
 }
 
 // A stop signal on any rank stops every rank after the same step: one small all-reduce per step
-// when there are several ranks. Returns the signal (this rank's, else SIGTERM), or 0.
+// when there are several ranks. Every rank returns the same signal, one that some rank received
+// (the first of SIGTERM, SIGINT, SIGUSR1 that any rank has), or 0: a signal the launcher forwards
+// reaches the ranks at different moments, and a rank that had not got it yet named another one
+// (mpirun forwarding SIGUSR1: rank 0 said "stopped by SIGTERM" and exited 143).
 int agreed_stop_signal(Trainer::State& s) {
   const int mine = StopSignals::pending();
   if (s.dist.world_size() == 1) return mine;
-  float any = mine != 0 ? 1.0f : 0.0f;
-  s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(&any, 1));
-  return any == 0 ? 0 : (mine != 0 ? mine : SIGTERM);
+  constexpr int kKinds[3] = {SIGTERM, SIGINT, SIGUSR1};
+  float received[3];  // how many ranks have each signal
+  for (int k = 0; k < 3; ++k) received[k] = mine == kKinds[k] ? 1.0f : 0.0f;
+  s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(received, 3));
+  for (int k = 0; k < 3; ++k)
+    if (received[k] != 0) return kKinds[k];
+  return 0;
 }
 
 const char* signal_name(int signal) {

@@ -2,7 +2,7 @@
 # Signals during training (issue: a Slurm time limit, Ctrl-C, `srun --signal=USR1`): the run
 # finishes its step, saves a checkpoint, says in one line where to resume, and exits 128 + signal
 # (0 with --stop_exit_zero); the resumed run ends with an unbroken run's weights, bit for bit;
-# under mpirun every rank stops after the same step. The step lines reach a redirected stdout as
+# under mpirun every rank stops after the same step and names the same signal. The step lines reach a redirected stdout as
 # they are printed (line-buffered).
 # Usage: signals_test.sh CPUFT MAKE_TINY_MODEL MPIRUN
 set -uo pipefail
@@ -75,6 +75,33 @@ run_and_signal usr1 USR1 "$mpirun" --allow-run-as-root --oversubscribe --bind-to
 [ "$(grep -c "^stopped by SIGUSR1 after step" "$work/usr1.err")" = 1 ] &&
   [ "$(ls -d "$work/usr1"/checkpoint-* | wc -l)" = 1 ] && pass ||
   fail "SIGUSR1 under mpirun: $(cat "$work/usr1.err"); $(ls "$work/usr1")"
+
+# 4. SIGUSR1 to rank 1 alone (as a launcher's forwarded signal reaches the ranks at different
+#    moments): every rank stops after the same step and names SIGUSR1, the signal some rank got.
+"$mpirun" --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS=1 \
+  "$cpuft" "${flags[@]}" --output_dir "$work/usr1_rank1" >"$work/usr1_rank1.log" \
+  2>"$work/usr1_rank1.err" &
+launcher=$! rank1=""
+for ((i = 0; i < 300; i++)); do
+  if grep -q "^step 3/" "$work/usr1_rank1.log" 2>/dev/null; then
+    for pid in $(pgrep -f -- "--output_dir $work/usr1_rank1"); do
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && rank1=$pid
+    done
+    [ -n "$rank1" ] && break
+  fi
+  sleep 0.2
+done
+if [ -z "$rank1" ]; then
+  fail "SIGUSR1 to rank 1: rank 1 not found: $(tail -3 "$work/usr1_rank1.err")"
+  kill -KILL "$launcher"
+else
+  kill -USR1 "$rank1"
+  wait "$launcher"
+  code=$?
+  [ "$code" = 138 ] && [ "$(grep -c "^stopped by SIGUSR1 after step" "$work/usr1_rank1.err")" = 1 ] &&
+    [ "$(ls -d "$work/usr1_rank1"/checkpoint-* | wc -l)" = 1 ] && pass ||
+    fail "SIGUSR1 to rank 1: exit $code (want 138): $(grep -v '^-*$' "$work/usr1_rank1.err" | tr '\n' '|')"
+fi
 
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]
