@@ -230,6 +230,7 @@ void Trainer::prepare() {
     for (const std::string& name : report.initialised)
       s.info("newly initialised (not in the checkpoint): " + name);
   }
+  s.weights_read_at = s.since_start.seconds();
   for (const ParamSpec& spec : s.layout->specs())
     if (spec.layer != kEmbeddingsLayer) s.dense_params += static_cast<double>(spec.numel);
   s.p = bind_params(*s.layout, s.model_config, s.params.data());
@@ -243,6 +244,7 @@ void Trainer::prepare() {
   if (c.do_eval || c.eval_strategy != "no")
     for (const auto& [suffix, data] : s.eval)
       CPUFT_REQUIRE(data.has_labels, "evaluation data", suffix, " has no labels");
+  s.data_ready_at = s.since_start.seconds();
 
   // 3. Every rank must run the same job: same parameter table, config, data and program; then all
   //    start from rank 0's weights (the new classifier head is random).

@@ -13,6 +13,7 @@
 
 #include "core/buffer.h"
 #include "core/step_timeline.h"
+#include "core/timer.h"
 #include "data/tokenizer.h"
 #include "io/tensorboard_logs.h"
 #include "io/tensorboard_writer.h"
@@ -51,6 +52,11 @@ struct Trainer::State {
   int64_t max_steps = 0;
   int64_t steps_per_epoch = 0;
   double total_flos = 0;  // HF's count: 6 x non-embedding parameters x tokens
+  // Start-up, in seconds since the Trainer was made (the run's start, give or take parsing): when
+  // the weights were read and when every split was tokenized; the training loop reports them with
+  // its first optimizer step.
+  Stopwatch since_start;
+  double weights_read_at = 0, data_ready_at = 0;
   double dense_params = 0;
   std::string log_jsonl;
   DistContext dist;

@@ -136,6 +136,15 @@ int agreed_stop_signal(Trainer::State& s) {
   return 0;
 }
 
+// Once, after this run's first optimizer step: how long reading, tokenizing and the first step
+// (with its one-time set-up: oneDNN primitives, buffers, first touches) took since the start.
+void report_start_up(const Trainer::State& s) {
+  const double now = s.since_start.seconds();
+  s.info(str("start-up: weights read at ", round_to(s.weights_read_at, 2), " s, data tokenized at ",
+             round_to(s.data_ready_at, 2), " s, first optimizer step done at ", round_to(now, 2),
+             " s (", round_to(now - s.weights_read_at, 2), " s after the weights were read)"));
+}
+
 const char* signal_name(int signal) {
   switch (signal) {
     case SIGTERM:
@@ -229,6 +238,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   Progress progress(s.max_steps, tty);
   if (c.eval_on_start && s.global_step == 0) evaluate_during_training(s, progress);
   Stopwatch run_watch;
+  const int64_t first_step = s.global_step;  // of this run (a resumed run starts past 0)
   std::vector<Batch> micro_batches(static_cast<size_t>(c.gradient_accumulation_steps));
   double loss_since_log = 0, train_loss_sum = 0, overlap_sum = 0;
   int64_t steps_since_log = 0, samples_seen = 0;
@@ -289,6 +299,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       step_seconds_since_log += step.seconds;
       last_grad_norm = step.grad_norm;
       ++s.global_step;
+      if (s.global_step == first_step + 1) report_start_up(s);
       loss_since_log += step.loss;
       train_loss_sum += step.loss;
       ++steps_since_log;

@@ -74,6 +74,11 @@ PY
   padding=$(sed -n 's/^padding avoided: \([0-9]*\) real tokens trained; padded to --max_seq_length 16 (run_glue.py.s default) the batches would hold 20480, \([0-9.]*\)% of them padding$/\1 \2/p' "$work/run.log")
   awk -v r="${padding% *}" -v p="${padding#* }" 'BEGIN { exit !(r > 3 * 1280 && r < 20480 && p > 0 && p < 80) }' &&
     pass || fail "padding line: '$(grep '^padding' "$work/run.log")'"
+  # One start-up line, after the first step: its moments in order.
+  startup=$(sed -n 's/^start-up: weights read at \([0-9.]*\) s, data tokenized at \([0-9.]*\) s, first optimizer step done at \([0-9.]*\) s (\([0-9.]*\) s after the weights were read)$/\1 \2 \3 \4/p' "$work/run.log")
+  [ "$(grep -c '^start-up: ' "$work/run.log")" = 1 ] &&
+    awk -v t="$startup" 'BEGIN { split(t, a, " "); exit !(a[3] > 0 && a[1] <= a[2] && a[2] <= a[3] && a[4] <= a[3]) }' &&
+    pass || fail "start-up line: '$(grep '^start-up' "$work/run.log")'"
 else
   fail "training failed: $(tail -3 "$work/run.log")"
 fi
