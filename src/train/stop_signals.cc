@@ -4,7 +4,6 @@ namespace cpuft {
 
 namespace {
 
-constexpr int kSignals[3] = {SIGTERM, SIGINT, SIGUSR1};
 volatile std::sig_atomic_t received = 0;
 
 extern "C" void record_signal(int signal) {
@@ -19,11 +18,11 @@ StopSignals::StopSignals() {
   action.sa_handler = record_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // a blocking read or collective carries on
-  for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &action, &previous_[i]);
+  for (int i = 0; i < 3; ++i) sigaction(kStopSignals[i], &action, &previous_[i]);
 }
 
 StopSignals::~StopSignals() {
-  for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  for (int i = 0; i < 3; ++i) sigaction(kStopSignals[i], &previous_[i], nullptr);
 }
 
 int StopSignals::pending() {

@@ -9,6 +9,9 @@
 
 namespace cpuft {
 
+// The signals that stop training, in the order ranks agree on one when several arrived.
+inline constexpr int kStopSignals[3] = {SIGTERM, SIGINT, SIGUSR1};
+
 // Installs the handlers for its lifetime, restoring the previous ones after.
 class StopSignals {
  public:

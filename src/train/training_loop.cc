@@ -127,12 +127,11 @@ void stop_if_not_finite(const Trainer::State& s, const StepResult& step) {
 int agreed_stop_signal(Trainer::State& s) {
   const int mine = StopSignals::pending();
   if (s.dist.world_size() == 1) return mine;
-  constexpr int kKinds[3] = {SIGTERM, SIGINT, SIGUSR1};
-  float received[3];  // how many ranks have each signal
-  for (int k = 0; k < 3; ++k) received[k] = mine == kKinds[k] ? 1.0f : 0.0f;
+  float received[3];  // how many ranks have each of kStopSignals
+  for (int k = 0; k < 3; ++k) received[k] = mine == kStopSignals[k] ? 1.0f : 0.0f;
   s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(received, 3));
   for (int k = 0; k < 3; ++k)
-    if (received[k] != 0) return kKinds[k];
+    if (received[k] != 0) return kStopSignals[k];
   return 0;
 }
 
