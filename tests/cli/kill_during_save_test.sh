@@ -5,7 +5,8 @@
 #      newest checkpoint-N is whole and the next start resumes from it, and that start removes
 #      what the killed run left half-written (and says so), so no .tmp debris survives it;
 #   2. a second run on a folder in use exits 1 with the lock's one line (under mpirun, every rank
-#      stops with its own line, no MPI_Abort) while the first trains on; SIGTERM then stops the first cleanly and frees the folder.
+#      stops with its own line, no MPI_Abort) while the first trains on; SIGTERM then stops the
+#      first cleanly and frees the folder.
 # Usage: kill_during_save_test.sh CPUFT MAKE_TINY_MODEL [MPIRUN (Open MPI)]
 #        (environment: KILLS=N kills instead of 24, KILL_TEST_SEED=S repeats a sequence of kills)
 set -uo pipefail

@@ -2,8 +2,8 @@
 # Signals during training (issue: a Slurm time limit, Ctrl-C, `srun --signal=USR1`): the run
 # finishes its step, saves a checkpoint, says in one line where to resume, and exits 128 + signal
 # (0 with --stop_exit_zero); the resumed run ends with an unbroken run's weights, bit for bit;
-# under mpirun every rank stops after the same step and names the same signal. The step lines reach a redirected stdout as
-# they are printed (line-buffered).
+# under mpirun every rank stops after the same step and names the same signal. The step lines
+# reach a redirected stdout as they are printed (line-buffered).
 # Usage: signals_test.sh CPUFT MAKE_TINY_MODEL MPIRUN
 set -uo pipefail
 cpuft="$1" make_tiny_model="$2" mpirun="$3"
