@@ -35,8 +35,8 @@ int run_trainer(const TrainConfig& config) {
     // Every rank stopped after the same step with a checkpoint saved (rank 0 said where).
     return config.stop_exit_zero ? 0 : 128 + stopped.signal();
   } catch (const AgreedError& e) {
-    // Every rank stopped here too: each prints its line and the job ends without MPI_Abort.
-    std::fprintf(stderr, "error: %s\n", e.what());
+    // Every rank stopped here too: rank 0 says why and the job ends without MPI_Abort.
+    if (trainer.prints_agreed_errors()) std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -20,7 +20,7 @@ class Error : public std::runtime_error {
 
 // An error every rank of a job raises at the same point, decided from facts all ranks gathered
 // (ranks that disagree on the run's set-up; an output folder in use). No peer waits on this rank,
-// so each rank prints its own line and ends normally: MPI_Abort would kill the others before
+// so the job ends normally, rank 0 printing the line: MPI_Abort killed the other ranks before
 // their lines got out (seen under load: rank 1's "ranks disagree" line lost).
 class AgreedError : public Error {
  public:

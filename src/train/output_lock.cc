@@ -164,8 +164,8 @@ ClaimedOutputFolder claim_output_folder(Communicator& comm, const fs::path& dir,
   } catch (const AgreedError&) {
     if (refused.empty()) throw;  // "ranks disagree: rank 0 has --output_dir claim=<its line> ..."
   }
-  // Every rank gets here with the same gathered claims and stops: rank 0 with its refusal, the
-  // others above with the line naming it.
+  // Every rank gets here with the same gathered claims and stops: rank 0 with its refusal (the
+  // line it prints), the others above with the line naming it.
   if (!refused.empty()) throw AgreedError(refused);
   return claimed;
 }

@@ -147,6 +147,10 @@ void Trainer::abort_peers(int exit_code) {
   if (s_->dist.comm && s_->dist.world_size() > 1) s_->dist.comm->abort(exit_code);
 }
 
+bool Trainer::prints_agreed_errors() const {
+  return s_->dist.rank() == 0;
+}
+
 void Trainer::prepare() {
   State& s = *s_;
   const TrainConfig& c = s.cfg;

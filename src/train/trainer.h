@@ -22,6 +22,10 @@ class Trainer {
   // After an error on this rank: ends every rank of the job (MPI_Abort) so none waits for a
   // collective this rank will never join. A no-op on a single process.
   void abort_peers(int exit_code);
+  // Whether this rank prints an AgreedError (core/check.h): rank 0 only. Every rank raised it, and
+  // the copies of several ranks, written at the same moment, came out interleaved mid-line under
+  // Open MPI 5's mpirun.
+  bool prints_agreed_errors() const;
 
   struct State;  // opaque: everything a run holds
 
