@@ -13,13 +13,6 @@ namespace cpuft {
 
 namespace {
 
-// Each (sequence, head) block draws its dropout mask from its own stream, numbered by the
-// sequence's sample id (its place in the step's global batch; model/packed_dropout.h), so the mask
-// of a block depends neither on the threads nor on how the step is split over ranks.
-RngKey block_key(RngKey key, const int64_t* sample_ids, int64_t s, int64_t H, int64_t h) {
-  return sequence_key(key, sample_ids[s] * H + h);
-}
-
 // Softmax of each row i of the (T, T) scores over the keys j with |i - j| <= window (window < 0:
 // all), in place; the other probabilities are set to exactly 0. The keys of a row's window are
 // contiguous, so each row is one softmax over its band. Backward needs nothing of its own: where
@@ -39,6 +32,10 @@ void softmax_in_window(const KernelTable& k, float* p, int64_t T, int64_t window
 }
 
 }  // namespace
+
+RngKey block_key(RngKey key, const int64_t* sample_ids, int64_t s, int64_t H, int64_t h) {
+  return sequence_key(key, sample_ids[s] * H + h);
+}
 
 void attention_prob_offsets(int64_t* prob_offsets, const int64_t* seq_offsets, int64_t B,
                             int64_t H) {

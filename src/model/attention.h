@@ -22,6 +22,11 @@ struct AttentionDims {
   int64_t window = -1;
 };
 
+// Each (sequence, head) block draws its dropout mask from its own stream, numbered by the
+// sequence's sample id (its place in the step's global batch; model/packed_dropout.h), so the mask
+// of a block depends neither on the threads nor on how the step is split over ranks.
+RngKey block_key(RngKey key, const int64_t* sample_ids, int64_t s, int64_t H, int64_t h);
+
 // Where each (sequence, head) block of attention probabilities lives in the probs buffer:
 // block (s, h) is T_s x T_s floats at prob_offsets[s] + h * T_s * T_s.
 void attention_prob_offsets(int64_t* prob_offsets, const int64_t* seq_offsets, int64_t B,

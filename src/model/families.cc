@@ -17,7 +17,7 @@ using L = ParamEntry<LayerParams>;
 using B = LayerBf16Weights;
 constexpr Dim V = Dim::vocab, P = Dim::positions, Ty = Dim::token_types, Em = Dim::embedding,
               D = Dim::hidden, D3 = Dim::qkv, F = Dim::intermediate, F2 = Dim::gated_intermediate,
-              Lb = Dim::labels, none = Dim::none;
+              Rel = Dim::relative, RelNorm = Dim::relative_norm, Lb = Dim::labels, none = Dim::none;
 
 // BERT, RoBERTa, XLM-RoBERTa and ELECTRA share the embeddings (ELECTRA's are E wide, E = D in the
 // others) and the encoder layer; ELECTRA projects the embeddings to D when E != D.
@@ -166,6 +166,64 @@ constexpr E kModernBertHead[] = {
     {"classifier.bias", {Lb, none}, K::bias, &ModelParams::head_out_b, false, 1},
 };
 
+// DeBERTa-v2/v3 (model/deberta.h): BERT's layer with query_proj/key_proj/value_proj; the position
+// and token type tables only where the config has them (v3 has neither); the encoder's relative
+// embeddings and their LayerNorm, shared by every layer, live with the embeddings (their
+// gradients are complete only after layer 0's backward, as the embeddings' are); the head is
+// ContextPooler's dense and the classifier.
+constexpr E kDebertaEmbeddings[] = {
+    {"embeddings.word_embeddings.weight", {V, D}, K::embedding, &ModelParams::word_emb},
+    {"embeddings.position_embeddings.weight", {P, D}, K::embedding, &ModelParams::pos_emb},
+    {"embeddings.token_type_embeddings.weight", {Ty, D}, K::embedding, &ModelParams::type_emb},
+    {"embeddings.LayerNorm.weight", {D, none}, K::norm_weight, &ModelParams::emb_ln_w},
+    {"embeddings.LayerNorm.bias", {D, none}, K::norm_bias, &ModelParams::emb_ln_b},
+    {"encoder.rel_embeddings.weight", {Rel, D}, K::embedding, &ModelParams::rel_emb},
+    {"encoder.LayerNorm.weight", {RelNorm, none}, K::norm_weight, &ModelParams::rel_ln_w},
+    {"encoder.LayerNorm.bias", {RelNorm, none}, K::norm_bias, &ModelParams::rel_ln_b},
+};
+constexpr L kDebertaLayer[] = {
+    {"attention.self.query_proj.weight",
+     {D, D},
+     K::matrix,
+     &LayerParams::qkv_w,
+     false,
+     0,
+     &B::qkv_w},
+    {"attention.self.key_proj.weight", {D, D}, K::matrix, nullptr, true},
+    {"attention.self.value_proj.weight", {D, D}, K::matrix, nullptr, true},
+    {"attention.self.query_proj.bias", {D, none}, K::bias, &LayerParams::qkv_b},
+    {"attention.self.key_proj.bias", {D, none}, K::bias, nullptr, true},
+    {"attention.self.value_proj.bias", {D, none}, K::bias, nullptr, true},
+    {"attention.output.dense.weight",
+     {D, D},
+     K::matrix,
+     &LayerParams::attn_out_w,
+     false,
+     0,
+     &B::attn_out_w},
+    {"attention.output.dense.bias", {D, none}, K::bias, &LayerParams::attn_out_b},
+    {"attention.output.LayerNorm.weight", {D, none}, K::norm_weight, &LayerParams::attn_ln_w},
+    {"attention.output.LayerNorm.bias", {D, none}, K::norm_bias, &LayerParams::attn_ln_b},
+    {"intermediate.dense.weight",
+     {F, D},
+     K::matrix,
+     &LayerParams::ffn_in_w,
+     false,
+     0,
+     &B::ffn_in_w},
+    {"intermediate.dense.bias", {F, none}, K::bias, &LayerParams::ffn_in_b},
+    {"output.dense.weight", {D, F}, K::matrix, &LayerParams::ffn_out_w, false, 0, &B::ffn_out_w},
+    {"output.dense.bias", {D, none}, K::bias, &LayerParams::ffn_out_b},
+    {"output.LayerNorm.weight", {D, none}, K::norm_weight, &LayerParams::ffn_ln_w},
+    {"output.LayerNorm.bias", {D, none}, K::norm_bias, &LayerParams::ffn_ln_b},
+};
+constexpr E kDebertaHead[] = {
+    {"pooler.dense.weight", {D, D}, K::matrix, &ModelParams::head_dense_w},
+    {"pooler.dense.bias", {D, none}, K::bias, &ModelParams::head_dense_b},
+    {"classifier.weight", {Lb, D}, K::matrix, &ModelParams::head_out_w, false, 1},
+    {"classifier.bias", {Lb, none}, K::bias, &ModelParams::head_out_b, false, 1},
+};
+
 const FamilyParamTables kBertTables{"bert.", kBertEmbeddings, "bert.encoder.layer.{}.", kBertLayer,
                                     "",      kBertHead};
 const FamilyParamTables kDistilBertTables{
@@ -178,6 +236,8 @@ const FamilyParamTables kElectraTables{
     "",         kClassificationHead};
 const FamilyParamTables kModernBertTables{
     "model.", kModernBertEmbeddings, "model.layers.{}.", kModernBertLayer, "", kModernBertHead};
+const FamilyParamTables kDebertaTables{
+    "deberta.", kDebertaEmbeddings, "deberta.encoder.layer.{}.", kDebertaLayer, "", kDebertaHead};
 
 using R = PositionRule;
 using A = HeadActivation;
@@ -197,6 +257,10 @@ const FamilySpec kFamilies[] = {
     // Positions are rotary (from zero in each sequence); the head is model/modernbert.h's.
     {Family::modernbert, "modernbert", "ModernBertForSequenceClassification", kModernBertTables,
      R::from_zero, false, true, false, A::gelu},
+    // Token types and absolute positions only where the config has them (type_vocab_size > 0,
+    // position_biased_input); the head is model/deberta.h's (ContextPooler: dropout, dense, GELU).
+    {Family::deberta_v2, "deberta-v2", "DebertaV2ForSequenceClassification", kDebertaTables,
+     R::from_zero, true, true, true, A::gelu},
 };
 
 }  // namespace
@@ -208,7 +272,7 @@ int64_t extent(Dim dim, const ModelConfig& c) {
     case Dim::vocab:
       return c.vocab_size;
     case Dim::positions:
-      return c.max_position_embeddings;
+      return c.absolute_positions ? c.max_position_embeddings : 0;
     case Dim::token_types:
       return c.type_vocab_size;
     case Dim::embedding:
@@ -221,6 +285,10 @@ int64_t extent(Dim dim, const ModelConfig& c) {
       return c.intermediate_size;
     case Dim::gated_intermediate:
       return 2 * c.intermediate_size;
+    case Dim::relative:
+      return c.relative_attention ? 2 * c.relative_span() : 0;
+    case Dim::relative_norm:
+      return c.relative_norm ? c.hidden_size : 0;
     case Dim::labels:
       return c.num_labels;
   }
@@ -240,7 +308,7 @@ const FamilySpec* find_family(std::string_view model_type) {
 }
 
 const char* supported_model_types() {
-  return "bert, distilbert, roberta, xlm-roberta, electra, modernbert";
+  return "bert, distilbert, roberta, xlm-roberta, electra, modernbert, deberta-v2";
 }
 
 void fill_position_ids(int32_t* positions, const int32_t* input_ids, const int64_t* offsets,

@@ -48,7 +48,7 @@ struct FamilySpec {
 const FamilySpec& family_spec(Family family);
 // The family of a config.json model_type, or nullptr.
 const FamilySpec* find_family(std::string_view model_type);
-// "bert, distilbert, roberta, xlm-roberta, electra, modernbert", for error messages.
+// "bert, distilbert, roberta, xlm-roberta, electra, modernbert, deberta-v2", for error messages.
 const char* supported_model_types();
 
 // Fills positions[i] for the N tokens of a packed batch (sequence s is [offsets[s], offsets[s+1])).

@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -158,6 +159,128 @@ void parse_modernbert(const FieldReader& reader, ModelConfig& c) {
                 "num_attention_heads), got ", c.hidden_size, " / ", c.num_attention_heads);
 }
 
+// "a|B | c" -> {"a", "b", "c"}: DeBERTa's bar-separated lists, lower-cased and trimmed, as
+// transformers splits them.
+std::vector<std::string> split_bar_list(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t bar = text.find('|', start);
+    if (bar == std::string::npos) bar = text.size();
+    std::string part = text.substr(start, bar - start);
+    part.erase(0, part.find_first_not_of(' '));
+    part.erase(part.find_last_not_of(' ') + 1);
+    for (char& ch : part) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!part.empty()) parts.push_back(part);
+    start = bar + 1;
+  }
+  return parts;
+}
+
+// DebertaV2Config (transformers 5.24) into the shared fields. What cpuft does not implement (the
+// convolution after layer 0, separate position projections, an embedding projection, other
+// activations) is refused naming the field.
+void parse_deberta_v2(const FieldReader& reader, ModelConfig& c) {
+  const std::string& label = reader.label;
+  reader.require_value("hidden_act", "gelu");
+  reader.require_value("pooler_hidden_act", "gelu");
+  reader.require_value("conv_kernel_size", 0);
+  reader.read("vocab_size", c.vocab_size, true);
+  reader.read("hidden_size", c.hidden_size, true);
+  reader.read("num_hidden_layers", c.num_hidden_layers, true);
+  reader.read("num_attention_heads", c.num_attention_heads, true);
+  reader.read("intermediate_size", c.intermediate_size, true);
+  c.max_position_embeddings = 512;
+  reader.read("max_position_embeddings", c.max_position_embeddings, false);
+  c.type_vocab_size = 0;
+  reader.read("type_vocab_size", c.type_vocab_size, false);
+  CPUFT_REQUIRE(c.type_vocab_size >= 0, label, ": field 'type_vocab_size' must be >= 0");
+  reader.read("hidden_dropout_prob", c.hidden_dropout_prob);
+  reader.read("attention_probs_dropout_prob", c.attention_probs_dropout_prob);
+  reader.read("cls_dropout", c.classifier_dropout);  // null or absent: hidden_dropout_prob
+  reader.read("pooler_dropout", c.pooler_dropout);
+  CPUFT_REQUIRE(c.pooler_dropout >= 0 && c.pooler_dropout < 1, label,
+                ": field 'pooler_dropout' must be in [0, 1), got ", c.pooler_dropout);
+  c.layer_norm_eps = 1e-7;
+  reader.read("layer_norm_eps", c.layer_norm_eps);
+  // Widths the model computes with D only: the embedding projection (embed_proj), another head
+  // size and another pooler width are not implemented.
+  for (const char* name : {"embedding_size", "pooler_hidden_size"}) {
+    int64_t width = c.hidden_size;
+    reader.read(name, width, false);
+    CPUFT_REQUIRE(width == c.hidden_size, label, ": field '", name, "' (", width,
+                  ") differs from hidden_size (", c.hidden_size, "); cpuft supports only equal");
+  }
+  if (c.num_attention_heads > 0) {
+    int64_t head_size = c.hidden_size / c.num_attention_heads;
+    reader.read("attention_head_size", head_size, false);
+    CPUFT_REQUIRE(head_size * c.num_attention_heads == c.hidden_size, label,
+                  ": field 'attention_head_size' (", head_size,
+                  ") times num_attention_heads is not hidden_size; cpuft supports only that");
+  }
+  auto read_bool = [&](const char* name, bool& out) {
+    const json* value = reader.find(name);
+    if (value == nullptr) return;
+    CPUFT_REQUIRE(value->is_boolean(), label, ": field '", name, "' must be true or false, got ",
+                  value->dump());
+    out = value->get<bool>();
+  };
+  read_bool("position_biased_input", c.absolute_positions);
+  read_bool("relative_attention", c.relative_attention);
+  // pos_att_type: a list, or a string "p2c|c2p" (older configs).
+  std::vector<std::string> types;
+  if (const json* value = reader.find("pos_att_type")) {
+    if (value->is_string()) {
+      types = split_bar_list(value->get<std::string>());
+    } else {
+      CPUFT_REQUIRE(value->is_array(), label,
+                    ": field 'pos_att_type' must be a list or a string, got ", value->dump());
+      for (const json& t : *value) {
+        CPUFT_REQUIRE(t.is_string(), label, ": field 'pos_att_type' has ", t.dump());
+        types.push_back(t.get<std::string>());
+      }
+    }
+  }
+  for (const std::string& t : types) {
+    CPUFT_REQUIRE(t == "c2p" || t == "p2c", label, ": field 'pos_att_type' has \"", t,
+                  "\"; cpuft supports \"c2p\" and \"p2c\"");
+    (t == "c2p" ? c.content_to_position : c.position_to_content) = true;
+  }
+  if (c.relative_attention && (c.content_to_position || c.position_to_content)) {
+    bool share_att_key = false;  // HF's default
+    read_bool("share_att_key", share_att_key);
+    CPUFT_REQUIRE(share_att_key, label,
+                  ": field 'share_att_key' is false; cpuft supports only true (DeBERTa-v2/v3's: "
+                  "the relative positions projected by the layer's own query and key weights)");
+  }
+  c.position_buckets = -1;
+  reader.read("position_buckets", c.position_buckets, false);
+  c.max_relative_positions = -1;
+  reader.read("max_relative_positions", c.max_relative_positions, false);
+  if (c.max_relative_positions < 1) c.max_relative_positions = c.max_position_embeddings;
+  if (c.position_buckets > 0) {
+    // make_log_bucket_position divides by log((max_relative_positions - 1) / (buckets / 2)).
+    CPUFT_REQUIRE(c.position_buckets >= 2 && c.max_relative_positions - 1 > c.position_buckets / 2,
+                  label, ": field 'position_buckets' (", c.position_buckets,
+                  ") must be >= 2 and below 2 (max_relative_positions - 1) (",
+                  c.max_relative_positions, ")");
+  }
+  CPUFT_REQUIRE(c.relative_span() <= (int64_t{1} << 20), label,
+                ": the relative span (position_buckets or max_relative_positions) is above ",
+                int64_t{1} << 20);
+  std::string norm = "none";
+  reader.read("norm_rel_ebd", norm);
+  for (const std::string& part : split_bar_list(norm)) {
+    CPUFT_REQUIRE(part == "layer_norm" || part == "none", label, ": field 'norm_rel_ebd' has \"",
+                  part, "\"; cpuft supports \"layer_norm\" and \"none\"");
+    if (part == "layer_norm") c.relative_norm = true;
+  }
+  // HF would create that LayerNorm and never use it: a parameter without a gradient.
+  CPUFT_REQUIRE(!c.relative_norm || c.relative_attention, label,
+                ": field 'norm_rel_ebd' asks for a LayerNorm of relative embeddings, but "
+                "'relative_attention' is false");
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& label) {
@@ -196,6 +319,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     c.type_vocab_size = 0;
   } else if (c.family == Family::modernbert) {
     parse_modernbert(reader, c);
+  } else if (c.family == Family::deberta_v2) {
+    parse_deberta_v2(reader, c);
   } else {
     reader.require_value("hidden_act", "gelu");
     reader.require_value("position_embedding_type", "absolute");
@@ -267,7 +392,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   positive("num_attention_heads", c.num_attention_heads);
   positive("intermediate_size", c.intermediate_size);
   positive("max_position_embeddings", c.max_position_embeddings);
-  if (family->token_types) positive("type_vocab_size", c.type_vocab_size);
+  if (family->token_types && c.family != Family::deberta_v2)  // DeBERTa-v3 has none: 0
+    positive("type_vocab_size", c.type_vocab_size);
   positive("embedding_size", c.embedding_size);
   if (family->positions == PositionRule::after_padding_idx) {
     CPUFT_REQUIRE(c.pad_token_id >= 0 && c.pad_token_id < c.vocab_size, label,

@@ -1,5 +1,5 @@
 // ModelConfig: the architecture of an encoder of one of the supported families (BERT, DistilBERT,
-// RoBERTa, XLM-RoBERTa, ELECTRA, ModernBERT), read from a Hugging Face config.json.
+// RoBERTa, XLM-RoBERTa, ELECTRA, ModernBERT, DeBERTa-v2/v3), read from a Hugging Face config.json.
 //
 // config.json's "model_type" names the family; each family's field names and defaults are those of
 // its transformers config class (DistilBERT's `dim`, `n_layers`, ... land in the same fields as
@@ -22,7 +22,7 @@ inline constexpr int64_t kMaxLayers = 10000;
 inline constexpr double kMaxParameters = 0x1p48;  // 1 PiB of float32
 
 // The encoder families, by config.json "model_type".
-enum class Family { bert, distilbert, roberta, xlm_roberta, electra, modernbert };
+enum class Family { bert, distilbert, roberta, xlm_roberta, electra, modernbert, deberta_v2 };
 
 struct ModelConfig {
   Family family = Family::bert;
@@ -57,6 +57,23 @@ struct ModelConfig {
   double local_rope_theta = 0;       // and of the sliding ones
   bool mean_pooling = false;         // classifier_pooling "mean"; else "cls" (the first token)
   double initializer_cutoff_factor = 2;  // new weights: normal truncated at this many deviations
+
+  // DeBERTa-v2/v3 only (model/deberta.h). type_vocab_size 0 means no token types (v3's), in which
+  // case token_type_ids are ignored, as HF does.
+  bool absolute_positions = true;      // position_biased_input: a position table is added
+  bool relative_attention = false;     // disentangled attention over relative positions
+  bool content_to_position = false;    // pos_att_type holds "c2p"
+  bool position_to_content = false;    // pos_att_type holds "p2c"
+  int64_t position_buckets = 0;        // > 0: relative positions in log buckets (v3: 256)
+  int64_t max_relative_positions = 0;  // resolved: < 1 in config.json means P
+  bool relative_norm = false;          // norm_rel_ebd "layer_norm": LayerNorm on rel_embeddings
+  double pooler_dropout = 0;           // ContextPooler's dropout on the first token
+
+  // DeBERTa: the relative embedding rows are 2 S, S = position_buckets if > 0 else
+  // max_relative_positions.
+  int64_t relative_span() const {
+    return position_buckets > 0 ? position_buckets : max_relative_positions;
+  }
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }  // Dh
   // Tokens a sliding layer's token sees on each side (HF's config.sliding_window).

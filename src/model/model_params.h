@@ -37,9 +37,12 @@ struct ModelParams {
   float* emb_ln_b;    // (E)
   float* emb_proj_w;  // (D, E) ELECTRA's embeddings_project when E != D, else nullptr
   float* emb_proj_b;  // (D)
+  float* rel_emb;     // (2S, D) DeBERTa's relative position embeddings, else nullptr
+  float* rel_ln_w;    // (D) and their LayerNorm (norm_rel_ebd "layer_norm"), else nullptr
+  float* rel_ln_b;    // (D)
   std::vector<LayerParams> layers;
   float* final_ln_w;    // (D) ModernBERT's final_norm, else nullptr
-  float* head_dense_w;  // (D, D)
+  float* head_dense_w;  // (D, D) (DeBERTa: ContextPooler's dense)
   float* head_dense_b;  // (D)
   float* head_ln_w;     // (D) ModernBERT's head.norm (after the activation), else nullptr
   float* head_out_w;    // (K, D)

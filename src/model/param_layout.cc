@@ -116,6 +116,10 @@ std::string canonical_param_name(const std::string& checkpoint_name,
   if (name.ends_with("position_ids") || name.ends_with("token_type_ids")) return "";
   const std::string base = tables.embeddings_prefix;
   if (name.starts_with(base)) return name;
+  // A head tensor by its own name (DeBERTa's ContextPooler is "pooler.dense", beside the base
+  // model, where BERT's pooler is "bert.pooler.dense").
+  for (const auto& e : tables.head)
+    if (name == std::string(tables.head_prefix) + e.name) return name;
   for (const char* scope : {"embeddings.", "embeddings_project.", "encoder.", "transformer.",
                             "pooler.", "layers.", "final_norm."})
     if (name.starts_with(scope)) return base + name;

@@ -36,7 +36,9 @@ inline bool decays(ParamKind kind) {
 
 // A dimension of a shape, read from the config.
 // qkv: 3 x hidden (ModernBERT's one Wqkv tensor); gated_intermediate: 2 x intermediate (its GeGLU
-// input projection, input and gate halves).
+// input projection, input and gate halves); relative: 2 S rows of DeBERTa's relative embeddings
+// (ModelConfig::relative_span), relative_norm: hidden when DeBERTa normalizes them. An extent can
+// be 0 (no token types, no position table, no relative attention): that tensor does not exist.
 enum class Dim {
   none,
   vocab,
@@ -47,6 +49,8 @@ enum class Dim {
   qkv,
   intermediate,
   gated_intermediate,
+  relative,
+  relative_norm,
   labels
 };
 int64_t extent(Dim dim, const ModelConfig& config);
@@ -73,11 +77,12 @@ struct ParamEntry {
 };
 
 // Whether `entry` exists in a model of `config` (see projection_only), in encoder layer `layer`
-// (-1 outside the layers; see not_in_first_layer).
+// (-1 outside the layers; see not_in_first_layer): not where an extent of its shape is 0.
 template <typename Entry>
 bool present(const Entry& entry, const ModelConfig& config, int64_t layer = -1) {
   return (!entry.projection_only || config.has_embedding_projection()) &&
-         !(entry.not_in_first_layer && layer == 0);
+         !(entry.not_in_first_layer && layer == 0) && extent(entry.shape[0], config) > 0 &&
+         extent(entry.shape[1], config) > 0;
 }
 
 // The tables of one family. Prefixes: the embeddings' and head's are the HF name prefix (the

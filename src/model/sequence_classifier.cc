@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "kernels/kernels.h"
 #include "model/arena_carver.h"
+#include "model/deberta.h"
 #include "model/dropout_streams.h"
 #include "model/encoder_layer.h"
 #include "model/family.h"
@@ -211,6 +212,10 @@ SequenceClassifier::SequenceClassifier(const ModelConfig& config, const ModelLim
     modern_ = std::make_unique<ModernBertClassifier>(config, limits, precision);
     return;
   }
+  if (config.family == Family::deberta_v2) {
+    deberta_ = std::make_unique<DebertaClassifier>(config, limits, precision);
+    return;
+  }
   state_ = std::make_unique<State>(config, limits, precision);
   const int64_t floats = state_->carve(config, limits, precision, nullptr);
   state_->arena = AlignedBuffer<float>(static_cast<size_t>(floats));
@@ -233,6 +238,8 @@ int64_t SequenceClassifier::activation_bytes(const ModelConfig& config, const Mo
                                              MatmulPrecision precision) {
   if (config.family == Family::modernbert)
     return ModernBertClassifier::activation_bytes(config, limits, precision);
+  if (config.family == Family::deberta_v2)
+    return DebertaClassifier::activation_bytes(config, limits, precision);
   ClassifierBuffers counter;
   int64_t bytes =
       counter.carve(config, limits, precision, nullptr) * static_cast<int64_t>(sizeof(float));
@@ -242,12 +249,16 @@ int64_t SequenceClassifier::activation_bytes(const ModelConfig& config, const Mo
 }
 
 const float* SequenceClassifier::logits() const {
-  return modern_ ? modern_->logits() : state_->logits;
+  if (modern_) return modern_->logits();
+  if (deberta_) return deberta_->logits();
+  return state_->logits;
 }
 
 void SequenceClassifier::refresh_bf16_weights(const ModelParams& params) {
   if (modern_) {
     modern_->refresh_bf16_weights(params);
+  } else if (deberta_) {
+    deberta_->refresh_bf16_weights(params);
   } else if (state_->bf16_weights) {
     state_->bf16_weights->refresh(params);
   }
@@ -326,7 +337,8 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   for (int64_t i = 0; i < N; ++i) {
     CPUFT_REQUIRE(batch.input_ids[i] >= 0 && batch.input_ids[i] < c.vocab_size, "token id ",
                   batch.input_ids[i], " is outside the vocabulary (", c.vocab_size, ")");
-    CPUFT_REQUIRE(!family.token_types ||
+    // A model without a type table (type_vocab_size 0: DeBERTa-v3) ignores the ids, as HF does.
+    CPUFT_REQUIRE(!family.token_types || c.type_vocab_size == 0 ||
                       (batch.token_type_ids[i] >= 0 && batch.token_type_ids[i] < c.type_vocab_size),
                   "token type id ", batch.token_type_ids[i], " is outside [0, ", c.type_vocab_size,
                   ")");
@@ -338,6 +350,9 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
   if (modern_) {
     modern_->forward(p, batch, context);
     d_logits = modern_->d_logits();
+  } else if (deberta_) {
+    deberta_->forward(p, batch, context);
+    d_logits = deberta_->d_logits();
   } else {
     forward_encoder(p, batch, context);
     d_logits = state_->d_logits;
@@ -428,6 +443,10 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
   CPUFT_CHECK(has_loss_, "backward needs a forward with loss first");
   if (modern_) {
     modern_->backward(p, g, listener);
+    return;
+  }
+  if (deberta_) {
+    deberta_->backward(p, g, listener);
     return;
   }
   State& s = *state_;

@@ -49,6 +49,7 @@ struct LossOptions {
 };
 
 class ModernBertClassifier;
+class DebertaClassifier;
 
 // BERT, DistilBERT, RoBERTa, XLM-RoBERTa and ELECTRA run the code of this class, told apart by
 // model/family.h; ModernBERT's layers differ in kind (pre-norm, rotary, sliding windows, GeGLU)
@@ -98,8 +99,9 @@ class SequenceClassifier {
   ModelLimits limits_;
   LossOptions loss_options_;
   bool has_loss_ = false;         // the last forward computed the loss (and d_logits)
-  std::unique_ptr<State> state_;  // every family but ModernBERT
+  std::unique_ptr<State> state_;  // every family but ModernBERT and DeBERTa
   std::unique_ptr<ModernBertClassifier> modern_;  // ModernBERT
+  std::unique_ptr<DebertaClassifier> deberta_;    // DeBERTa-v2/v3
 };
 
 }  // namespace cpuft

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Each encoder family end to end through the command line (ModernBERT included) (tiny models made from the golden
-# fixtures by make_tiny_model --family): fine-tuning learns a simple task, the output folder names
-# the family's *ForSequenceClassification, predict reads it back, and a checkpoint resumes to the
-# same final weights as an unbroken run.
+# Each encoder family end to end through the command line, ModernBERT and DeBERTa included (tiny
+# models made from the golden fixtures by make_tiny_model --family): fine-tuning learns a simple
+# task, the output folder names the family's *ForSequenceClassification, predict reads it back, and
+# a checkpoint resumes to the same final weights as an unbroken run.
 # Usage: families_test.sh CPUFT MAKE_TINY_MODEL FIXTURES_DIR
 set -uo pipefail
 cpuft="$1"
@@ -77,6 +77,9 @@ run_family() {
 
 run_family distilbert DistilBertForSequenceClassification
 run_family electra ElectraForSequenceClassification
+# DeBERTa-v3's layout (no position or type table, relative attention with log buckets), with the
+# WordPiece vocabulary of the other tiny models.
+run_family deberta DebertaV2ForSequenceClassification
 if [ -d "$fixtures/tokenizers/roberta_bpe" ]; then
   vocab=$(python3 -c 'import json,sys; print(max(json.load(open(sys.argv[1])).values()) + 1)' \
           "$fixtures/tokenizers/roberta_bpe/vocab.json")

@@ -4,10 +4,10 @@
 // BERT with its weights); vocab.txt holds the special tokens and a small English word list, so
 // sentences built from those words tokenize to in-vocabulary ids. --no-head leaves out the
 // classifier (as a pretrained BertModel checkpoint has none); --labels K writes a K-label
-// head. --family distilbert|roberta|xlm_roberta|electra|modernbert takes that family's golden
-// fixture instead (golden_tiny_<F>_cls); --vocab_size V grows the word table to V rows (small
-// random rows), for a tokenizer with more tokens than the fixture's 99; --tokenizer DIR copies
-// DIR's files instead of writing the WordPiece vocab.txt.
+// head. --family distilbert|roberta|xlm_roberta|electra|modernbert|deberta takes that family's
+// golden fixture instead (golden_tiny_<F>_cls); --vocab_size V grows the word table to V rows
+// (small random rows), for a tokenizer with more tokens than the fixture's 99; --tokenizer DIR
+// copies DIR's files instead of writing the WordPiece vocab.txt.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
       config[distilbert ? "dropout" : "hidden_dropout_prob"] = dropout;
       config[distilbert ? "attention_dropout" : "attention_probs_dropout_prob"] = dropout;
       if (distilbert) config["seq_classif_dropout"] = dropout;
+      if (family == "deberta") config["cls_dropout"] = dropout;
     }
     const int64_t fixture_vocab = config["vocab_size"];
     if (vocab_size > fixture_vocab) config["vocab_size"] = vocab_size;
@@ -80,8 +81,10 @@ int main(int argc, char** argv) {
     for (const cpuft::TensorInfo& t : fixture.tensors()) {
       if (!t.name.starts_with("init.")) continue;
       std::string name = t.name.substr(5);
-      const bool head_tensor =
-          name.starts_with("classifier.") || name.starts_with("pre_classifier.");
+      // DeBERTa's ContextPooler ("pooler.dense") is part of its head, as pre-trained DeBERTa
+      // checkpoints (masked-LM) lack it.
+      const bool head_tensor = name.starts_with("classifier.") ||
+                               name.starts_with("pre_classifier.") || name.starts_with("pooler.");
       if (head_tensor && !head) continue;
       // The output layer has one row per label: "classifier.{weight,bias}" (BERT, DistilBERT) or
       // "classifier.out_proj.{weight,bias}" (RoBERTa, ELECTRA).

@@ -187,6 +187,7 @@ inline std::vector<UnusedRows> unused_embedding_rows(const ParamLayout& layout,
   }
   std::vector<UnusedRows> out;
   for (const Table& table : tables) {
+    if (layout.find(table.name) == nullptr) continue;  // a table this config lacks (DeBERTa-v3)
     const ParamSpec& spec = layout.at(table.name);
     std::vector<bool> used(static_cast<size_t>(spec.shape[0]), false);
     for (int32_t row : *table.lookups) used.at(static_cast<size_t>(row)) = true;

@@ -12,6 +12,7 @@
 #include "golden/golden_util.h"
 #include "golden/projection.h"
 #include "io/hf_checkpoint.h"
+#include "model/disentangled_attention.h"
 #include "model/family.h"
 #include "model/param_layout.h"
 #include "model/sequence_classifier.h"
@@ -43,10 +44,11 @@ void check_forward_and_gradients(const std::string& fixture) {
   t.model.backward(t.p, t.g);
   const double global_norm = l2(t.grads.data(), t.layout.total_floats());
   const std::vector<std::string> zero = zero_true_grad(t.file);
-  // Fixture precondition: every layer's key bias (ModernBERT has no biases).
-  ASSERT_EQ(zero.size(), t.config.family == Family::modernbert
-                             ? size_t{0}
-                             : static_cast<size_t>(t.config.num_hidden_layers));
+  // Fixture precondition: every layer's key bias (ModernBERT has no biases; in DeBERTa with p2c
+  // the key bias adds b_k . pq[row(i - j)] to the scores, which varies along a row: not 0).
+  const bool no_zero = t.config.family == Family::modernbert ||
+                       (t.config.family == Family::deberta_v2 && t.config.position_to_content);
+  ASSERT_EQ(zero.size(), no_zero ? size_t{0} : static_cast<size_t>(t.config.num_hidden_layers));
   const std::vector<UnusedRows> unused = unused_embedding_rows(t.layout, t.config, t.batch);
   Worst worst{fixture + " gradients, relative L2 per tensor", kGradTolerance};
   Worst noise{fixture + " key.bias gradient / global gradient norm", kZeroGradBound};
@@ -197,7 +199,8 @@ INSTANTIATE_TEST_SUITE_P(
         "golden_tiny_roberta_reg.safetensors", "golden_tiny_xlm_roberta_cls.safetensors",
         "golden_tiny_electra_cls.safetensors", "golden_tiny_electra_reg.safetensors",
         "golden_tiny_modernbert_cls.safetensors", "golden_tiny_modernbert_mean.safetensors",
-        "golden_tiny_modernbert_mean_reg.safetensors"),
+        "golden_tiny_modernbert_mean_reg.safetensors", "golden_tiny_deberta_cls.safetensors",
+        "golden_tiny_deberta_reg.safetensors"),
     [](const ::testing::TestParamInfo<const char*>& param) {
       std::string name = param.param;
       name = name.substr(12, name.find('.') - 12);  // "golden_tiny_" ... ".safetensors"
@@ -248,16 +251,31 @@ TEST_P(TinyGoldenPacking, PackingOrderDoesNotMatter) {
     EXPECT_LE(relative_max(t.model.logits(), together.data() + s * K, K), 1e-6) << "sequence " << s;
   }
 }
-// BERT, and ModernBERT with both poolings (rotary positions restart in every sequence; the
-// sliding windows never reach into a neighbour).
+// BERT, ModernBERT with both poolings (rotary positions restart in every sequence; the sliding
+// windows never reach into a neighbour) and DeBERTa (relative positions and the rows of the
+// relative embeddings a batch reaches depend on its longest sequence, never the result).
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyGoldenPacking,
                          ::testing::Values("golden_tiny_cls.safetensors",
                                            "golden_tiny_modernbert_cls.safetensors",
-                                           "golden_tiny_modernbert_mean.safetensors"),
+                                           "golden_tiny_modernbert_mean.safetensors",
+                                           "golden_tiny_deberta_cls.safetensors",
+                                           "golden_tiny_deberta_reg.safetensors"),
                          [](const ::testing::TestParamInfo<const char*>& param) {
                            std::string name = param.param;
                            return name.substr(12, name.find('.') - 12);
                          });
+
+// DeBERTa's relative position buckets are transformers' (make_log_bucket_position, recorded by
+// tools/make_deberta_goldens.py for DeBERTa-v3-base's 256 buckets over 512 positions) at every
+// distance a 1024-token sequence has: a float32 log of another rounding would move a ceil.
+TEST(TinyGoldenDeberta, LogBucketsAreHfsAtEveryDistance) {
+  const SafetensorsFile file =
+      SafetensorsFile::open(fixture_path("golden_tiny_deberta_cls.safetensors"));
+  const std::vector<int64_t> hf = file.read_i64("relative.buckets_256_512");
+  ASSERT_EQ(hf.size(), size_t{2047});
+  for (int64_t r = -1023; r <= 1023; ++r)
+    ASSERT_EQ(log_bucket_position(r, 256, 512), hf[static_cast<size_t>(r + 1023)]) << "r " << r;
+}
 
 // The sign scheme of the projections (tests/golden/projection.h) against the values
 // tools/make_goldens.py asserts for its own implementation: FNV-1a 64, SplitMix64's first output
