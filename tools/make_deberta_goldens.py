@@ -22,6 +22,10 @@ one pad id (0) among the real tokens of the first sequence, whose row must stay 
 gradient. Weights: DeBERTa's init with initializer_range 0.2, then LayerNorm weights
 1 + N(0, 0.1), biases N(0, 0.1), every other tensor + N(0, 0.02).
 
+golden_tiny_deberta_cls_bf16 holds the cls fixture's outputs under cpuft's --bf16 arithmetic (the
+six token products of each layer from bf16 inputs; make_bf16_goldens.py's emulation), for
+tests/golden/bf16_golden_test.cc.
+
 The fixture also holds HF's bucket table (make_log_bucket_position) for DeBERTa-v3-base's
 256 buckets over 512 positions, r in [-1023, 1023]: "relative.buckets_256_512".
 
@@ -175,6 +179,69 @@ def make(out_dir: Path, name: str, seed: int, num_labels: int, v3: bool,
     print(f"[{name}] wrote {path}")
 
 
+ROUNDED = ("attention.self.query_proj", "attention.self.key_proj", "attention.self.value_proj",
+           "attention.output.dense", "intermediate.dense", "output.dense")
+
+
+def make_bf16(out_dir: Path, name: str) -> None:
+    """The bf16 reference of fixture `name`: its init weights, batch and recipe, with the six
+    token products of every layer in cpuft's bf16 arithmetic (make_bf16_goldens.Bf16Linear).
+    The query and key projections of the relative embeddings (the same modules, called on a
+    (1, 2S, D) input) stay fp32, as cpuft computes them; everything else is fp32."""
+    import hashlib
+    import types
+    from safetensors import safe_open
+    from make_bf16_goldens import Bf16Linear
+    fp32_path = out_dir / f"{name}.safetensors"
+    with safe_open(str(fp32_path), "pt") as f:
+        md = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    config = DebertaV2Config.from_dict(json.loads(md["config"]))
+    hyper = json.loads(md["hyper"])
+    model = DebertaV2ForSequenceClassification(config)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.copy_(tensors[f"init.{n}"])
+    batch = {k[len("input."):]: v for k, v in tensors.items() if k.startswith("input.")}
+    rel_rows = model.deberta.encoder.rel_embeddings.weight.shape[0]
+    batch_size = batch["input_ids"].shape[0]
+    assert batch_size != 1
+
+    def forward(self, x):
+        if x.shape[0] == 1 and x.shape[-2] == rel_rows:  # the relative embeddings: fp32
+            return torch.nn.functional.linear(x, self.weight, self.bias)
+        assert x.shape[0] == batch_size, x.shape
+        return Bf16Linear.apply(x, self.weight, self.bias)
+
+    rounded = 0
+    for layer in model.deberta.encoder.layer:
+        for path in ROUNDED:
+            layer.get_submodule(path).forward = types.MethodType(forward, layer.get_submodule(path))
+            rounded += 1
+    assert rounded == 6 * config.num_hidden_layers
+    logits, loss, grads = mg.forward_and_grads(model, batch)
+    out = {"output.logits": logits, "output.loss": loss.reshape(1)}
+    out.update({f"grad.{n}": g for n, g in grads.items()})
+    losses, norms, lrs = mg.train_steps(model, batch, hyper)
+    out.update(mg.step_tensors(losses, norms, lrs))
+    out.update({f"step3.{n}": p.detach().clone() for n, p in model.named_parameters()})
+    rel = ((logits - tensors["output.logits"]).norm() / tensors["output.logits"].norm()).item()
+    print(f"[{name}_bf16] bf16 vs fp32: logits rel-L2 {rel:.3g}")
+    metadata = {
+        "generator": f"tools/make_deberta_goldens.py ({mg.GENERATOR.split('(', 1)[1]}",
+        "fp32_fixture": fp32_path.name,
+        "fp32_fixture_sha256": hashlib.sha256(fp32_path.read_bytes()).hexdigest(),
+        "emulation": "encoder query/key/value_proj, attention.output.dense, intermediate.dense, "
+                     "output.dense on tokens: bf16(x) bf16(W)^T in float64 -> fp32 + b; backward "
+                     "bf16(dy); the relative embeddings' projections fp32",
+        "family": "deberta-v2",
+        "rounded_linears": json.dumps([f"deberta.encoder.layer.<i>.{x}" for x in ROUNDED]),
+    }
+    path = out_dir / f"{name}_bf16.safetensors"
+    save_file({k: v.contiguous() for k, v in out.items()}, str(path), metadata=metadata)
+    print(f"[{name}_bf16] wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -182,6 +249,7 @@ def main() -> None:
     mg.make_deterministic()
     make(args.out, "golden_tiny_deberta_cls", 7101, 3, True, 2.0)
     make(args.out, "golden_tiny_deberta_reg", 7201, 1, False, 8.0)
+    make_bf16(args.out, "golden_tiny_deberta_cls")
 
 
 if __name__ == "__main__":

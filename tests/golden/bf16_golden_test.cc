@@ -181,6 +181,16 @@ INSTANTIATE_TEST_SUITE_P(Families, Bf16GoldenFamily,
                          ::testing::Values("distilbert", "roberta", "xlm_roberta", "electra",
                                            "modernbert"));
 
+// DeBERTa's forward and gradients under bf16 (golden_tiny_deberta_cls_bf16: the six token products
+// of each layer rounded, the relative embeddings' projections fp32). Its three-step comparison is
+// not run: after the first real update (step 2) the loss is 5.5e-4 (relative) from the
+// reference's, beyond kBf16Tolerance, while the step-0 gradients are within 0.144 of bf16's own
+// effect (the other families: up to 0.052); not yet explained (docs/ARCHITECTURE.md, DeBERTa).
+TEST(Bf16GoldenDeberta, LogitsLossAndEveryGradient) {
+  check_forward_and_gradients("golden_tiny_deberta_cls.safetensors",
+                              "golden_tiny_deberta_cls_bf16.safetensors");
+}
+
 // Bf16Weights::refresh rounds exactly the encoder's four linear weights of every layer, and follows
 // an in-place change of the fp32 weights when called again.
 TEST(Bf16Weights, RefreshRoundsEveryEncoderWeight) {
