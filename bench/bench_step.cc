@@ -46,8 +46,15 @@ double training_flops(const ModelConfig& c, const Batch& batch) {
   double flops = 0;
   for (int64_t s = 0; s < batch.num_sequences(); ++s) {
     const double T = static_cast<double>(batch.length(s));
-    flops +=
-        static_cast<double>(c.num_hidden_layers) * T * (6 * dense_per_token_layer + 3 * 4 * T * D);
+    // DeBERTa's c2p and p2c: two (T, 2T - 1) x Dh products per head beside Q K^T, their gathers
+    // (the relative embeddings' projection, rows not tokens, is left out).
+    const double relative =
+        c.family == Family::deberta_v2 && c.relative_attention
+            ? ((c.content_to_position ? 1 : 0) + (c.position_to_content ? 1 : 0)) * 2 * T *
+                  (2 * T - 1) * D
+            : 0;
+    flops += static_cast<double>(c.num_hidden_layers) *
+             (T * (6 * dense_per_token_layer + 3 * 4 * T * D) + 3 * relative);
     flops += 6 * (D * D + D * static_cast<double>(c.num_labels));  // pooler + classifier
   }
   return flops;
