@@ -102,6 +102,19 @@ if [ -d "$fixtures/tokenizers/xlmr_unigram" ]; then
     --tokenizer "$fixtures/tokenizers/xlmr_unigram" --vocab_size 9000
 fi
 
+# A DeBERTa config with an option cpuft does not implement (separate position projections) is
+# refused in one line naming the field, before anything is written.
+"$make_tiny_model" "$work/deberta-separate" --family deberta --no-head >/dev/null
+sed -i 's/"share_att_key": true/"share_att_key": false/' "$work/deberta-separate/config.json"
+if "$cpuft" train --model_name_or_path "$work/deberta-separate" --train_file "$work/train.tsv" \
+    --do_train --max_steps 1 --output_dir "$work/deberta-separate-run" >"$work/separate.log" 2>&1; then
+  fail "a DeBERTa config with share_att_key false was accepted"
+else
+  [ "$(grep -c '^error:' "$work/separate.log")" = 1 ] && grep -q "share_att_key" "$work/separate.log" &&
+    [ ! -e "$work/deberta-separate-run" ] && pass ||
+    fail "share_att_key false: $(cat "$work/separate.log")"
+fi
+
 # Weights as hubs ship them: a sharded checkpoint loads; a folder of pickles is refused in one line
 # with the conversion command.
 if "$cpuft" inspect "$fixtures/sharded_tiny" >"$work/sharded.log" 2>&1 &&
