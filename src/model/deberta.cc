@@ -15,16 +15,16 @@
 #include "model/dropout_streams.h"
 #include "model/encoder_layer.h"
 #include "model/family.h"
+#include "model/first_token_head.h"
 #include "model/packed_dropout.h"
 
 namespace cpuft {
 
 namespace {
 
-// Dropout sites: the layer's three of encoder_layer.h, then the relative embeddings' (HF's
-// pos_dropout); the head's two as SequenceClassifier numbers them.
+// Dropout site of the relative embeddings (HF's pos_dropout), after the layer's three of
+// encoder_layer.h.
 constexpr uint32_t kRelativeEmbeddingsSite = 3;
-constexpr uint32_t kHeadOutputSite = 0, kHeadInputSite = 1;
 
 }  // namespace
 
@@ -73,15 +73,15 @@ struct DebertaBuffers {
         pos[l] = a.take(S2 * 2 * D);
       }
     }
-    head_in = a.take(B * D);
-    head_in_drop = a.take(B * D);
-    head_pre = a.take(B * D);
-    head_act = a.take(B * D);
-    head_drop = a.take(B * D);
-    logits = a.take(B * K);
-    d_logits = a.take(B * K);
-    d_head = a.take(B * D);
-    d_head_in = a.take(B * D);
+    head.in = a.take(B * D);
+    head.in_drop = a.take(B * D);
+    head.pre = a.take(B * D);
+    head.act = a.take(B * D);
+    head.drop = a.take(B * D);
+    head.logits = a.take(B * K);
+    head.d_logits = a.take(B * K);
+    head.d_head = a.take(B * D);
+    head.d_in = a.take(B * D);
     d_hidden[0] = a.take(N * D);
     d_hidden[1] = a.take(N * D);
     for (float*& p : scratch.nd) p = a.take(N * D);
@@ -115,10 +115,8 @@ struct DebertaBuffers {
   float* d_pos = nullptr;                                          // (2S, 2D)
   std::vector<LayerActivations> layers;
   std::vector<float*> rel_in, pos;  // per layer: (2S, D) dropout(rel), (2S, 2D) its projection
-  float *head_in, *head_in_drop, *head_pre, *head_act, *head_drop;  // (B, D)
-  float *logits, *d_logits;                                         // (B, K)
-  float *d_head, *d_head_in;                                        // (B, D)
-  float* d_hidden[2];  // 2 x (N, D), ping-pong between layers
+  FirstTokenHeadBuffers head{};     // ContextPooler and the classifier (model/first_token_head.h)
+  float* d_hidden[2];               // 2 x (N, D), ping-pong between layers
   EncoderScratch scratch{};
   float* zero_row;  // (D) the position table of a model without one (ids all 0)
   float* junk_row;  // (D) where its gradient goes
@@ -143,10 +141,7 @@ struct DebertaClassifier::State : DebertaBuffers {
                           "ffn_out")},
         rel_pos(2 * c.relative_span(), c.hidden_size, 2 * c.hidden_size, MatmulPrecision::f32,
                 "rel_pos"),
-        head_dense(limits.max_sequences, c.hidden_size, c.hidden_size, MatmulPrecision::f32,
-                   "head_dense"),
-        head_out(limits.max_sequences, c.hidden_size, c.num_labels, MatmulPrecision::f32,
-                 "head_out"),
+        head_plans(c, limits.max_sequences),
         positions_table(c, limits.max_seq_len) {
     if (precision == MatmulPrecision::bf16)
       bf16_weights = std::make_unique<Bf16Weights>(ParamLayout(c));
@@ -159,7 +154,7 @@ struct DebertaClassifier::State : DebertaBuffers {
   EncoderPlans plans;
   // pos (rows, 2D) = rel (rows, D) Wqk^T + bqk: the first 2D rows of the layer's Wqkv and bqkv.
   LinearPlans rel_pos;
-  LinearPlans head_dense, head_out;  // fp32, as SequenceClassifier's head
+  FirstTokenHead head_plans;  // fp32, as SequenceClassifier's
   RelativePositions positions_table;
   std::unique_ptr<Bf16Weights> bf16_weights;
   AlignedBuffer<float> arena;
@@ -203,11 +198,11 @@ void DebertaClassifier::refresh_bf16_weights(const ModelParams& params) {
 }
 
 const float* DebertaClassifier::logits() const {
-  return state_->logits;
+  return state_->head.logits;
 }
 
 float* DebertaClassifier::d_logits() {
-  return state_->d_logits;
+  return state_->head.d_logits;
 }
 
 namespace {
@@ -219,7 +214,7 @@ struct DebertaStep {
   DisentangledDims attention;
   PackedBatch packed;
   PackedRows relative_rows;  // the relative rows in use, one dropout stream each
-  float pooler_dropout, classifier_dropout;
+  HeadRates head;            // pooler_dropout before the dense layer, cls_dropout after
 };
 
 DebertaStep deberta_step(const ModelConfig& c, const DebertaBuffers& s,
@@ -238,8 +233,8 @@ DebertaStep deberta_step(const ModelConfig& c, const DebertaBuffers& s,
       PackedBatch{batch.num_tokens(), batch.num_sequences(), batch.seq_offsets.data(),
                   s.prob_offsets.data(), s.sample_ids},
       PackedRows{s.rows, nullptr, s.row_ids.data() + s.row_begin, c.hidden_size},
-      training ? static_cast<float>(c.pooler_dropout) : 0.0f,
-      training ? c.effective_classifier_dropout() : 0.0f};
+      HeadRates{training ? static_cast<float>(c.pooler_dropout) : 0.0f,
+                training ? c.effective_classifier_dropout() : 0.0f}};
 }
 
 RngKey relative_key(const StepContext& context, size_t layer) {
@@ -320,15 +315,8 @@ void DebertaClassifier::forward(const ModelParams& p, const Batch& batch,
   }
 
   // Head: logits = classifier(dropout(gelu(dense(dropout(first token)))))
-  const PackedRows head_rows{B, nullptr, s.sample_ids, D};
-  for (int64_t b = 0; b < B; ++b) std::copy_n(x + batch.seq_offsets[b] * D, D, s.head_in + b * D);
-  packed_dropout_forward(k, s.head_in_drop, s.head_in, step.pooler_dropout,
-                         dropout_key(context, kClassifierDropoutLayer, kHeadInputSite), head_rows);
-  s.head_dense.forward(s.head_pre, s.head_in_drop, p.head_dense_w, p.head_dense_b, B);
-  k.gelu_forward(s.head_act, s.head_pre, B * D);
-  packed_dropout_forward(k, s.head_drop, s.head_act, step.classifier_dropout,
-                         dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite), head_rows);
-  s.head_out.forward(s.logits, s.head_drop, p.head_out_w, p.head_out_b, B);
+  for (int64_t b = 0; b < B; ++b) std::copy_n(x + batch.seq_offsets[b] * D, D, s.head.in + b * D);
+  first_token_head_forward(s.head_plans, s.head, p, step.head, context, s.sample_ids, B, D);
 }
 
 void DebertaClassifier::backward(const ModelParams& p, const ModelParams& g,
@@ -341,33 +329,18 @@ void DebertaClassifier::backward(const ModelParams& p, const ModelParams& g,
   const StepContext& context = s.context;
   const int64_t N = batch.num_tokens(), B = batch.num_sequences(), D = c.hidden_size;
   const DebertaStep step = deberta_step(c, s, s.positions_table, batch, context.training);
-  const PackedRows head_rows{B, nullptr, s.sample_ids, D};
   const int64_t r0 = s.row_begin, R = s.rows;
   auto ready = [&](int layer) {
     if (listener != nullptr) listener->on_layer_grads_ready(layer);
   };
 
-  // undo: logits = head_drop Wc^T + bc    (d_logits came from the loss)
-  s.head_out.backward_weights(g.head_out_w, s.d_logits, s.head_drop, B);
-  k.bias_backward(g.head_out_b, s.d_logits, B, c.num_labels);
-  s.head_out.backward_data(s.d_head, s.d_logits, p.head_out_w, B);
-  ready(classifier_layer(c));
-  // undo: head_drop = dropout(gelu(head_pre)); head_pre = head_in_drop Wd^T + bd
-  packed_dropout_backward(k, s.d_head, s.d_head, step.classifier_dropout,
-                          dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite),
-                          head_rows);
-  k.gelu_backward(s.d_head, s.d_head, s.head_pre, B * D);
-  s.head_dense.backward_weights(g.head_dense_w, s.d_head, s.head_in_drop, B);
-  k.bias_backward(g.head_dense_b, s.d_head, B, D);
-  s.head_dense.backward_data(s.d_head_in, s.d_head, p.head_dense_w, B);
-  ready(pooler_layer(c));
-  // undo: head_in_drop = dropout(head_in); head_in = each sequence's first row
-  packed_dropout_backward(k, s.d_head_in, s.d_head_in, step.pooler_dropout,
-                          dropout_key(context, kClassifierDropoutLayer, kHeadInputSite), head_rows);
+  // undo: the head; then each sequence's first row gets its gradient
+  first_token_head_backward(s.head_plans, s.head, p, g, step.head, context, s.sample_ids, B, c,
+                            listener);
   float* d_out = s.d_hidden[0];
   std::fill_n(d_out, N * D, 0.0f);
   for (int64_t b = 0; b < B; ++b)
-    std::copy_n(s.d_head_in + b * D, D, d_out + batch.seq_offsets[b] * D);
+    std::copy_n(s.head.d_in + b * D, D, d_out + batch.seq_offsets[b] * D);
 
   if (c.relative_attention) std::fill_n(s.d_rel + r0 * D, R * D, 0.0f);
   bf16* grad_b = s.bf16_weights ? s.scratch.grad_b : nullptr;

@@ -11,19 +11,12 @@
 #include "model/dropout_streams.h"
 #include "model/encoder_layer.h"
 #include "model/family.h"
+#include "model/first_token_head.h"
 #include "model/first_token_layer.h"
 #include "model/modernbert.h"
 #include "model/packed_dropout.h"
 
 namespace cpuft {
-
-namespace {
-
-// The head's two dropout sites (model/dropout_streams.h; the output site keeps number 0, BERT's
-// only head dropout).
-constexpr uint32_t kHeadOutputSite = 0, kHeadInputSite = 1;
-
-}  // namespace
 
 // The activations and scratch of one forward/backward, carved from one arena sized for the
 // model's limits (ModelLimits). Counting alone (base == nullptr) tells the memory a model needs
@@ -43,18 +36,10 @@ struct ClassifierBuffers {
   // The last layer, for the first token of each sequence only (model/first_token_layer.h): the
   // head reads nothing else.
   FirstTokenActivations last{};  // value-initialized: the bf16 pointers stay nullptr in fp32
-  // Head on the first token of each sequence:
-  //   logits = out(dropout(act(dense(dropout?(first)))))
-  float* head_in;       // (B, D) the last layer's output (first-token rows)
-  float* head_in_drop;  // (B, D) after the input dropout (families with one); else = head_in
-  float* head_pre;      // (B, D) dense output before the activation
-  float* head_act;      // (B, D)
-  float* head_drop;     // (B, D)
-  float* logits;        // (B, K)
-  float* d_logits;      // (B, K)
-  float* d_head;        // (B, D)
-  float* d_head_in;     // (B, D)
-  float* d_hidden[2];   // 2 x (N, D), ping-pong between layers
+  // Head on the first token of each sequence (model/first_token_head.h); head.in holds the last
+  // layer's output rows.
+  FirstTokenHeadBuffers head{};
+  float* d_hidden[2];  // 2 x (N, D), ping-pong between layers
   EncoderScratch scratch;
 
   std::vector<int64_t> prob_offsets;
@@ -119,15 +104,15 @@ struct ClassifierBuffers {
     last.ln2_mean = a.take(B);
     last.ln2_rstd = a.take(B);
     last.out = a.take(B * D);
-    head_in = a.take(B * D);
-    head_in_drop = family_spec(c.family).head_input_dropout ? a.take(B * D) : head_in;
-    head_pre = a.take(B * D);
-    head_act = a.take(B * D);
-    head_drop = a.take(B * D);
-    logits = a.take(B * K);
-    d_logits = a.take(B * K);
-    d_head = a.take(B * D);
-    d_head_in = a.take(B * D);
+    head.in = a.take(B * D);
+    head.in_drop = family_spec(c.family).head_input_dropout ? a.take(B * D) : head.in;
+    head.pre = a.take(B * D);
+    head.act = a.take(B * D);
+    head.drop = a.take(B * D);
+    head.logits = a.take(B * K);
+    head.d_logits = a.take(B * K);
+    head.d_head = a.take(B * D);
+    head.d_in = a.take(B * D);
     d_hidden[0] = a.take(N * D);
     d_hidden[1] = a.take(N * D);
     for (float*& p : scratch.nd) p = a.take(N * D);
@@ -170,10 +155,7 @@ struct SequenceClassifier::State : ClassifierBuffers {
         first_plans{
             LinearPlans(limits.max_tokens, c.hidden_size, 2 * c.hidden_size, precision, "kv"),
             LinearPlans(limits.max_sequences, c.hidden_size, c.hidden_size, precision, "q_first")},
-        head_dense(limits.max_sequences, c.hidden_size, c.hidden_size, MatmulPrecision::f32,
-                   "head_dense"),
-        head_out(limits.max_sequences, c.hidden_size, c.num_labels, MatmulPrecision::f32,
-                 "head_out"),
+        head_plans(c, limits.max_sequences),
         family(family_spec(c.family)) {
     if (c.has_embedding_projection())
       embedding_projection = std::make_unique<LinearPlans>(
@@ -184,8 +166,7 @@ struct SequenceClassifier::State : ClassifierBuffers {
 
   EncoderPlans plans;
   FirstTokenPlans first_plans;  // the last layer's products beyond `plans`
-  // The head stays fp32: its products are (B, D) x (D, D) and smaller, a negligible share.
-  LinearPlans head_dense, head_out;
+  FirstTokenHead head_plans;    // fp32: its products are (B, D) x (D, D) and smaller
   // ELECTRA's (N, E) -> (N, D) projection of the embeddings (fp32, as the head), or nullptr.
   std::unique_ptr<LinearPlans> embedding_projection;
   const FamilySpec& family;
@@ -251,7 +232,7 @@ int64_t SequenceClassifier::activation_bytes(const ModelConfig& config, const Mo
 const float* SequenceClassifier::logits() const {
   if (modern_) return modern_->logits();
   if (deberta_) return deberta_->logits();
-  return state_->logits;
+  return state_->head.logits;
 }
 
 void SequenceClassifier::refresh_bf16_weights(const ModelParams& params) {
@@ -277,6 +258,12 @@ LayerKeys layer_keys(const StepContext& ctx, size_t l) {
                     dropout_key(ctx, layer, kFfnOutput)}};
 }
 
+// The head's dropouts: the classifier dropout, before and after the dense layer.
+HeadRates head_rates(const ModelConfig& c, const StepContext& context) {
+  const float rate = context.training ? c.effective_classifier_dropout() : 0.0f;
+  return HeadRates{rate, rate};
+}
+
 EncoderDims encoder_dims(const ModelConfig& c, bool training) {
   const float hidden = training ? static_cast<float>(c.hidden_dropout_prob) : 0.0f;
   return EncoderDims{
@@ -287,37 +274,6 @@ EncoderDims encoder_dims(const ModelConfig& c, bool training) {
       training ? static_cast<float>(c.attention_probs_dropout_prob) : 0.0f,
       family_spec(c.family).attention_output_dropout ? hidden : 0.0f,
   };
-}
-
-// The head's activation, in place: y = act(x).
-void head_activation_forward(const KernelTable& k, HeadActivation act, float* y, const float* x,
-                             int64_t n) {
-  switch (act) {
-    case HeadActivation::tanh:
-      k.tanh_forward(y, x, n);
-      return;
-    case HeadActivation::gelu:
-      k.gelu_forward(y, x, n);
-      return;
-    case HeadActivation::relu:
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-      return;
-  }
-}
-// d_x = d_y * act'(x), from the input x and the output y.
-void head_activation_backward(const KernelTable& k, HeadActivation act, float* d_x,
-                              const float* d_y, const float* x, const float* y, int64_t n) {
-  switch (act) {
-    case HeadActivation::tanh:
-      k.tanh_backward(d_x, d_y, y, n);
-      return;
-    case HeadActivation::gelu:
-      k.gelu_backward(d_x, d_y, x, n);
-      return;
-    case HeadActivation::relu:
-      for (int64_t i = 0; i < n; ++i) d_x[i] = x[i] > 0.0f ? d_y[i] : 0.0f;
-      return;
-  }
 }
 
 }  // namespace
@@ -355,7 +311,7 @@ float SequenceClassifier::forward(const ModelParams& p, const Batch& batch,
     d_logits = deberta_->d_logits();
   } else {
     forward_encoder(p, batch, context);
-    d_logits = state_->d_logits;
+    d_logits = state_->head.d_logits;
   }
   if (!with_loss) return 0.0f;
   const float* logits = this->logits();
@@ -390,7 +346,6 @@ void SequenceClassifier::forward_encoder(const ModelParams& p, const Batch& batc
                     family.positions, static_cast<int32_t>(c.pad_token_id));
   const EncoderDims dims = encoder_dims(c, context.training);
   const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data(), s.sample_ids};
-  const PackedRows head_rows{B, nullptr, s.sample_ids, D};  // one row per sequence
 
   // Embeddings: h0 = project?(dropout(LayerNorm(word + position (+ type))))     (N, E) -> (N, D)
   {
@@ -417,17 +372,9 @@ void SequenceClassifier::forward_encoder(const ModelParams& p, const Batch& batc
                             packed, dims, layer_keys(context, last).keys, s.scratch);
 
   // Head on the first token: logits = out(dropout(act(dense(dropout?(first)))))
-  std::copy_n(s.last.out, B * D, s.head_in);
-  const float head_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
-  if (family.head_input_dropout)
-    packed_dropout_forward(k, s.head_in_drop, s.head_in, head_dropout,
-                           dropout_key(context, kClassifierDropoutLayer, kHeadInputSite),
-                           head_rows);
-  s.head_dense.forward(s.head_pre, s.head_in_drop, p.head_dense_w, p.head_dense_b, B);
-  head_activation_forward(k, family.head_activation, s.head_act, s.head_pre, B * D);
-  packed_dropout_forward(k, s.head_drop, s.head_act, head_dropout,
-                         dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite), head_rows);
-  s.head_out.forward(s.logits, s.head_drop, p.head_out_w, p.head_out_b, B);
+  std::copy_n(s.last.out, B * D, s.head.in);
+  first_token_head_forward(s.head_plans, s.head, p, head_rates(c, context), context, s.sample_ids,
+                           B, D);
 }
 
 void SequenceClassifier::set_loss_options(const LossOptions& options) {
@@ -459,36 +406,17 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
   const int64_t D = c.hidden_size, E = c.embedding_size;
   const EncoderDims dims = encoder_dims(c, context.training);
   const PackedBatch packed{N, B, batch.seq_offsets.data(), s.prob_offsets.data(), s.sample_ids};
-  const PackedRows head_rows{B, nullptr, s.sample_ids, D};  // one row per sequence
   auto ready = [&](int layer) {
     if (listener != nullptr) listener->on_layer_grads_ready(layer);
   };
 
-  // undo: logits = head_drop Wo^T + bo    (d_logits came from the loss in forward)
-  s.head_out.backward_weights(g.head_out_w, s.d_logits, s.head_drop, B);
-  k.bias_backward(g.head_out_b, s.d_logits, B, c.num_labels);
-  s.head_out.backward_data(s.d_head, s.d_logits, p.head_out_w, B);
-  ready(classifier_layer(c));
-  // undo: head_drop = dropout(act(head_pre)); head_pre = head_in_drop Wd^T + bd
-  const float head_dropout = context.training ? c.effective_classifier_dropout() : 0.0f;
-  packed_dropout_backward(k, s.d_head, s.d_head, head_dropout,
-                          dropout_key(context, kClassifierDropoutLayer, kHeadOutputSite),
-                          head_rows);
-  head_activation_backward(k, family.head_activation, s.d_head, s.d_head, s.head_pre, s.head_act,
-                           B * D);
-  s.head_dense.backward_weights(g.head_dense_w, s.d_head, s.head_in_drop, B);
-  k.bias_backward(g.head_dense_b, s.d_head, B, D);
-  s.head_dense.backward_data(s.d_head_in, s.d_head, p.head_dense_w, B);
-  ready(pooler_layer(c));
-  // undo: head_in_drop = dropout?(head_in); head_in = first-token rows of the last layer's output
-  if (family.head_input_dropout)
-    packed_dropout_backward(k, s.d_head_in, s.d_head_in, head_dropout,
-                            dropout_key(context, kClassifierDropoutLayer, kHeadInputSite),
-                            head_rows);
+  // undo: the head, to the first tokens' gradient head.d_in (B, D)
+  first_token_head_backward(s.head_plans, s.head, p, g, head_rates(c, context), context,
+                            s.sample_ids, B, c, listener);
   // The last layer, from the first tokens' gradient (B, D) to its input's (N, D)
   const size_t last = s.layers.size();
   float* d_out = s.d_hidden[0];
-  first_token_layer_backward(d_out, s.d_head_in, last == 0 ? s.h0 : s.layers[last - 1].out, s.last,
+  first_token_layer_backward(d_out, s.head.d_in, last == 0 ? s.h0 : s.layers[last - 1].out, s.last,
                              p.layers[last], g.layers[last], s.bf16_layer(last), s.plans,
                              s.first_plans, packed, dims, layer_keys(context, last).keys, s.scratch,
                              listener);
