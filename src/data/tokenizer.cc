@@ -63,14 +63,16 @@ std::unique_ptr<Tokenizer> load_byte_level_bpe(const fs::path& root) {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   const fs::path root(dir);
   CPUFT_REQUIRE(fs::is_directory(root), dir, ": not a directory");
-  if (UnigramTokenizer::handles_folder(dir))  // SentencePiece Unigram (XLM-R)
+  // SentencePiece Unigram: XLM-R (sentencepiece.bpe.model), DeBERTa-v2/v3 (spm.model), or a
+  // Unigram tokenizer.json; the tokenizer class in the folder's configs picks the pipeline.
+  if (UnigramTokenizer::handles_folder(dir))
     return std::make_unique<UnigramTokenizer>(UnigramTokenizer::from_folder(dir));
   if (auto bpe = load_byte_level_bpe(root)) return bpe;
   if (fs::exists(root / "vocab.txt") || fs::exists(root / "tokenizer.json"))
     return std::make_unique<WordPieceTokenizer>(WordPieceTokenizer::from_folder(dir));
   throw Error(str(dir,
                   ": no tokenizer found (looked for tokenizer.json, vocab.txt, vocab.json + "
-                  "merges.txt, sentencepiece.bpe.model)"));
+                  "merges.txt, sentencepiece.bpe.model, spm.model)"));
 }
 
 }  // namespace cpuft

@@ -1,30 +1,24 @@
 #include "data/unigram_tokenizer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <map>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/grapheme_tables.h"
+#include "data/unicode_normalize.h"
+#include "data/unicode_tables.h"
 #include "data/utf8.h"
 
 namespace cpuft {
 namespace {
 
-namespace fs = std::filesystem;
 namespace gr = cpuft::grapheme;
-using json = nlohmann::json;
+namespace uni = cpuft::unicode;
+using Prepend = UnigramTokenizer::Prepend;
 
-const char* const kSpmFile = "sentencepiece.bpe.model";
-const char* const kJsonFile = "tokenizer.json";
 constexpr double kUnkPenalty = 10.0;  // tokenizers' and SentencePiece's K_UNK_PENALTY
-constexpr size_t kMaxPieces = size_t{1} << 24;
 
 // ---------------------------------------------------------------------------------------------
 // Character properties.
@@ -46,6 +40,20 @@ inline uint8_t properties(char32_t c) {
 
 inline bool is_white_space(char32_t c) {
   return (properties(c) & gr::kWhiteSpace) != 0;
+}
+
+// tokenizers' Punctuation pre-tokenizer: ASCII punctuation or category P* (the WordPiece tables'
+// kPunct, checked against tokenizers there and by the DeBERTa code point digest here).
+bool is_punctuation(char32_t c) {
+  if (c < 0x80)
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+           (c >= 0x7B && c <= 0x7E);
+  const uni::FlagRange* end = uni::kFlagRanges + uni::kFlagRangeCount;
+  const uni::FlagRange* it = std::upper_bound(
+      uni::kFlagRanges, end, c, [](char32_t v, const uni::FlagRange& r) { return v < r.first; });
+  if (it == uni::kFlagRanges) return false;
+  --it;
+  return c <= it->last && (it->flags & uni::kPunct) != 0;
 }
 
 // Decodes strict UTF-8 (the caller validated it) into code points and their byte offsets;
@@ -116,663 +124,90 @@ bool is_break(const GraphemeState& s, uint8_t prev_p, uint8_t cur_p) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Files, JSON, base64.
+// Normalizers other than the charsmap (each one of tokenizers', on a whole piece).
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  CPUFT_REQUIRE(in, path.string(), ": cannot open");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  CPUFT_REQUIRE(!in.bad(), path.string(), ": read error");
-  return buf.str();
-}
-
-// Atomically (temporary file, fsync, rename): a full disk leaves the old file or none, never a
-// truncated one.
-void write_file(const fs::path& path, const std::string& text) {
-  write_file_atomically(path.string(), text);
-}
-
-json parse_json_text(std::string_view text, const std::string& where) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  CPUFT_REQUIRE(!j.is_discarded(), where, ": not valid JSON");
-  CPUFT_REQUIRE(j.is_object(), where, ": expected a JSON object");
-  return j;
-}
-
-std::string base64_decode(std::string_view in, const std::string& where, const char* field) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  CPUFT_REQUIRE(in.size() % 4 == 0, where, ": '", field, "' is not base64 (length ", in.size(),
-                ")");
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  for (size_t i = 0; i < in.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = in[i + k];
-      if (c == '=' && i + 4 == in.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-      } else {
-        CPUFT_REQUIRE(pad == 0 && (v[k] = value(c)) >= 0, where, ": '", field,
-                      "' is not base64 (byte ", i + k, ")");
-      }
+// DebertaV2Tokenizer's Replace(Regex("\\s{2,}|[\\n\\r\\t]"), " "): a run of two or more White_Space
+// characters (Oniguruma's \s, probed against tokenizers: the 25 of Rust's char::is_whitespace)
+// becomes one space, and so does a lone tab, newline or carriage return.
+void replace_whitespace_runs(std::string_view in, std::string& out) {
+  out.clear();
+  char32_t cp = 0;
+  for (size_t i = 0; i < in.size();) {
+    const size_t len = decode_utf8_at(in, i, &cp);
+    if (!is_white_space(cp)) {
+      out.append(in.substr(i, len));
+      i += len;
+      continue;
     }
-    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out.push_back(static_cast<char>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
-  }
-  return out;
-}
-
-std::string base64_encode(std::string_view in) {
-  static const char* const kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < in.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, in.size() - i);
-    uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << 16;
-    if (n > 1) v |= static_cast<uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
-    if (n > 2) v |= static_cast<unsigned char>(in[i + 2]);
-    out.push_back(kAlphabet[(v >> 18) & 63]);
-    out.push_back(kAlphabet[(v >> 12) & 63]);
-    out.push_back(n > 1 ? kAlphabet[(v >> 6) & 63] : '=');
-    out.push_back(n > 2 ? kAlphabet[v & 63] : '=');
-  }
-  return out;
-}
-
-bool valid_utf8(std::string_view s) {
-  return find_invalid_utf8(s) == std::string_view::npos;
-}
-
-// A special token in tokenizer_config.json / special_tokens_map.json: a string or an AddedToken
-// object {"content": "...", "lstrip": ..., ...}.
-void read_token_field(const json& j, const std::string& where, const char* key, std::string& out,
-                      bool* lstrip = nullptr, bool* rstrip = nullptr) {
-  if (!j.contains(key) || j[key].is_null()) return;
-  const json& v = j[key];
-  if (v.is_string()) {
-    out = v.get<std::string>();
-  } else {
-    CPUFT_REQUIRE(v.is_object() && v.contains("content") && v["content"].is_string(), where,
-                  ": field '", key, "' must be a string or an object with a string 'content'");
-    out = v["content"].get<std::string>();
-    if (lstrip && v.contains("lstrip") && v["lstrip"].is_boolean()) *lstrip = v["lstrip"];
-    if (rstrip && v.contains("rstrip") && v["rstrip"].is_boolean()) *rstrip = v["rstrip"];
-  }
-  CPUFT_REQUIRE(!out.empty() && valid_utf8(out), where, ": field '", key,
-                "' is empty or not UTF-8");
-}
-
-// ---------------------------------------------------------------------------------------------
-// A minimal protobuf reader: the SentencePiece ModelProto fields the tokenizer needs.
-
-class ProtoReader {
- public:
-  ProtoReader(std::string_view data, const std::string& where, const char* message)
-      : data_(data), where_(where), message_(message) {}
-  bool done() const { return pos_ >= data_.size(); }
-
-  // Reads the next field's key; returns its wire type.
-  int next(uint32_t& field) {
-    const uint64_t key = varint();
-    field = static_cast<uint32_t>(key >> 3);
-    const int wire = static_cast<int>(key & 7);
-    CPUFT_REQUIRE(field != 0 && (wire == 0 || wire == 1 || wire == 2 || wire == 5), where_,
-                  ": not a SentencePiece model (", message_, ": bad field key at byte ", pos_, ")");
-    return wire;
-  }
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      CPUFT_REQUIRE(pos_ < data_.size(), where_, ": not a SentencePiece model (", message_,
-                    ": truncated)");
-      const auto b = static_cast<unsigned char>(data_[pos_++]);
-      v |= static_cast<uint64_t>(b & 0x7F) << shift;
-      if ((b & 0x80) == 0) return v;
+    size_t end = i + len, n = 1;
+    for (char32_t next = 0; end < in.size(); ++n) {
+      const size_t next_len = decode_utf8_at(in, end, &next);
+      if (!is_white_space(next)) break;
+      end += next_len;
     }
-    throw Error(str(where_, ": not a SentencePiece model (", message_, ": varint too long)"));
-  }
-  std::string_view bytes() {
-    const uint64_t n = varint();
-    CPUFT_REQUIRE(n <= data_.size() - pos_, where_, ": not a SentencePiece model (", message_,
-                  ": a field runs past the end)");
-    const std::string_view v = data_.substr(pos_, n);
-    pos_ += n;
-    return v;
-  }
-  uint32_t fixed32() {
-    CPUFT_REQUIRE(data_.size() - pos_ >= 4, where_, ": not a SentencePiece model (", message_,
-                  ": truncated)");
-    uint32_t v = 0;
-    for (int k = 3; k >= 0; --k) v = (v << 8) | static_cast<unsigned char>(data_[pos_ + k]);
-    pos_ += 4;
-    return v;
-  }
-  void skip(int wire) {
-    if (wire == 0) {
-      varint();
-    } else if (wire == 2) {
-      bytes();
+    if (n >= 2 || cp == '\t' || cp == '\n' || cp == '\r') {
+      out.push_back(' ');
     } else {
-      const size_t n = wire == 1 ? 8 : 4;
-      CPUFT_REQUIRE(data_.size() - pos_ >= n, where_, ": not a SentencePiece model (", message_,
-                    ": truncated)");
-      pos_ += n;
+      out.append(in.substr(i, len));
     }
+    i = end;
   }
-  void expect(int wire, int want, const char* field) {
-    CPUFT_REQUIRE(wire == want, where_, ": not a SentencePiece model (", message_, ".", field,
-                  " has wire type ", wire, ")");
-  }
+}
 
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
-  const std::string& where_;
-  const char* message_;
-};
-
-struct SpmPiece {
-  std::string piece;
-  float score = 0;
-  int type = 1;  // NORMAL=1, UNKNOWN=2, CONTROL=3, USER_DEFINED=4, UNUSED=5, BYTE=6
-};
-
-struct SpmModel {
-  std::vector<SpmPiece> pieces;
-  int model_type = 1;  // UNIGRAM=1, BPE=2, WORD=3, CHAR=4
-  bool byte_fallback = false;
-  std::string charsmap;
-};
-
-SpmModel parse_spm_model(std::string_view data, const std::string& where) {
-  SpmModel m;
-  ProtoReader r(data, where, "ModelProto");
-  while (!r.done()) {
-    uint32_t field = 0;
-    const int wire = r.next(field);
-    if (field == 1) {  // pieces
-      r.expect(wire, 2, "pieces");
-      CPUFT_REQUIRE(m.pieces.size() < kMaxPieces, where, ": more than ", kMaxPieces, " pieces");
-      ProtoReader p(r.bytes(), where, "SentencePiece");
-      SpmPiece piece;
-      while (!p.done()) {
-        uint32_t f = 0;
-        const int w = p.next(f);
-        if (f == 1) {
-          p.expect(w, 2, "piece");
-          piece.piece = std::string(p.bytes());
-        } else if (f == 2) {
-          p.expect(w, 5, "score");
-          const uint32_t bits = p.fixed32();
-          std::memcpy(&piece.score, &bits, 4);
-        } else if (f == 3) {
-          p.expect(w, 0, "type");
-          piece.type = static_cast<int>(p.varint());
-        } else {
-          p.skip(w);
-        }
-      }
-      CPUFT_REQUIRE(valid_utf8(piece.piece), where, ": piece ", m.pieces.size(),
-                    " is not valid UTF-8");
-      CPUFT_REQUIRE(std::isfinite(piece.score), where, ": piece ", m.pieces.size(),
-                    " has a score that is not finite");
-      m.pieces.push_back(std::move(piece));
-    } else if (field == 2) {  // trainer_spec
-      r.expect(wire, 2, "trainer_spec");
-      ProtoReader t(r.bytes(), where, "TrainerSpec");
-      while (!t.done()) {
-        uint32_t f = 0;
-        const int w = t.next(f);
-        if (f == 3) {
-          t.expect(w, 0, "model_type");
-          m.model_type = static_cast<int>(t.varint());
-        } else if (f == 35) {
-          t.expect(w, 0, "byte_fallback");
-          m.byte_fallback = t.varint() != 0;
-        } else {
-          t.skip(w);
-        }
-      }
-    } else if (field == 3) {  // normalizer_spec
-      r.expect(wire, 2, "normalizer_spec");
-      ProtoReader n(r.bytes(), where, "NormalizerSpec");
-      while (!n.done()) {
-        uint32_t f = 0;
-        const int w = n.next(f);
-        if (f == 2) {
-          n.expect(w, 2, "precompiled_charsmap");
-          m.charsmap = std::string(n.bytes());
-        } else {
-          n.skip(w);
-        }
-      }
+// Lowercase: Rust's char::to_lowercase, one character at a time (the WordPiece tables' mapping).
+void lowercase(std::string_view in, std::string& out) {
+  out.clear();
+  char32_t cp = 0;
+  for (size_t i = 0; i < in.size();) {
+    const size_t len = decode_utf8_at(in, i, &cp);
+    if (cp < 0x80) {
+      out.push_back(static_cast<char>(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp));
+    } else if (const uni::Mapping* m =
+                   uni::find_mapping(uni::kLowercase, uni::kLowercaseCount, cp)) {
+      for (uint8_t k = 0; k < m->length; ++k) append_utf8(out, uni::kMappingPool[m->offset + k]);
     } else {
-      r.skip(wire);
+      out.append(in.substr(i, len));
     }
-  }
-  return m;
-}
-
-// ---------------------------------------------------------------------------------------------
-// tokenizer.json sections.
-
-const json& require_object(const json& j, const char* key, const std::string& where) {
-  CPUFT_REQUIRE(j.contains(key) && j[key].is_object(), where, ": '", key, "' must be an object");
-  return j[key];
-}
-
-bool json_bool(const json& j, const char* key, bool fallback, const std::string& where,
-               const std::string& field) {
-  if (!j.contains(key) || j[key].is_null()) return fallback;
-  CPUFT_REQUIRE(j[key].is_boolean(), where, ": '", field, ".", key, "' must be true or false");
-  return j[key].get<bool>();
-}
-
-void read_normalizer(const json& n, const std::string& where, const std::string& field,
-                     UnigramTokenizer::Pipeline& p) {
-  if (n.is_null()) return;
-  CPUFT_REQUIRE(n.is_object() && n.contains("type") && n["type"].is_string(), where, ": '", field,
-                "' must be an object with a 'type'");
-  const std::string type = n["type"];
-  if (type == "Sequence") {
-    CPUFT_REQUIRE(n.contains("normalizers") && n["normalizers"].is_array(), where, ": '", field,
-                  ".normalizers' must be an array");
-    for (size_t k = 0; k < n["normalizers"].size(); ++k)
-      read_normalizer(n["normalizers"][k], where, str(field, ".normalizers[", k, "]"), p);
-  } else if (type == "Precompiled") {
-    CPUFT_REQUIRE(p.charsmap.empty() && !p.collapse_spaces, where, ": '", field,
-                  "': only one Precompiled normalizer, first, is supported");
-    CPUFT_REQUIRE(n.contains("precompiled_charsmap") && n["precompiled_charsmap"].is_string(),
-                  where, ": '", field, ".precompiled_charsmap' must be a base64 string");
-    p.charsmap =
-        base64_decode(n["precompiled_charsmap"].get<std::string>(), where, "precompiled_charsmap");
-  } else if (type == "Replace") {
-    // The legacy XLM-R converter's Replace(Regex(" {2,}"), " "); nothing else.
-    const json* pattern = n.contains("pattern") ? &n["pattern"] : nullptr;
-    const bool ok = pattern && pattern->is_object() && pattern->contains("Regex") &&
-                    (*pattern)["Regex"] == " {2,}" && n.value("content", json()) == " ";
-    CPUFT_REQUIRE(ok, where, ": '", field,
-                  "': only Replace of the regex \" {2,}\" by \" \" is supported");
-    p.collapse_spaces = true;
-  } else {
-    throw Error(str(where, ": '", field, "': normalizer type '", type,
-                    "' is not supported (Precompiled, Replace \" {2,}\", Sequence)"));
+    i += len;
   }
 }
 
-void read_pre_tokenizer(const json& t, const std::string& where, const std::string& field,
-                        UnigramTokenizer::Pipeline& p, bool top) {
-  if (top) {
-    p.whitespace_split = false;
-    p.metaspace = false;
+// Strip: White_Space (Rust's char::is_whitespace) off either end. Returns whether any went.
+bool strip_left(std::string& s) {
+  size_t begin = 0;
+  char32_t cp = 0;
+  while (begin < s.size()) {
+    const size_t len = decode_utf8_at(s, begin, &cp);
+    if (!is_white_space(cp)) break;
+    begin += len;
   }
-  if (t.is_null()) return;
-  CPUFT_REQUIRE(t.is_object() && t.contains("type") && t["type"].is_string(), where, ": '", field,
-                "' must be an object with a 'type'");
-  const std::string type = t["type"];
-  if (type == "Sequence" && top) {
-    CPUFT_REQUIRE(t.contains("pretokenizers") && t["pretokenizers"].is_array(), where, ": '", field,
-                  ".pretokenizers' must be an array");
-    for (size_t k = 0; k < t["pretokenizers"].size(); ++k)
-      read_pre_tokenizer(t["pretokenizers"][k], where, str(field, ".pretokenizers[", k, "]"), p,
-                         false);
-  } else if (type == "WhitespaceSplit") {
-    CPUFT_REQUIRE(!p.whitespace_split && !p.metaspace, where, ": '", field,
-                  "': WhitespaceSplit is supported once, before Metaspace");
-    p.whitespace_split = true;
-  } else if (type == "Metaspace") {
-    CPUFT_REQUIRE(!p.metaspace, where, ": '", field, "': Metaspace is supported once");
-    p.metaspace = true;
-    CPUFT_REQUIRE(t.contains("replacement") && t["replacement"].is_string(), where, ": '", field,
-                  ".replacement' must be a string");
-    p.replacement = t["replacement"].get<std::string>();
+  s.erase(0, begin);
+  return begin > 0;
+}
+
+void strip_right(std::string& s) {
+  size_t end = s.size();
+  while (end > 0) {
+    size_t c = end - 1;
+    while (c > 0 && (static_cast<unsigned char>(s[c]) & 0xC0) == 0x80) --c;
     char32_t cp = 0;
-    CPUFT_REQUIRE(
-        !p.replacement.empty() && decode_utf8_at(p.replacement, 0, &cp) == p.replacement.size(),
-        where, ": '", field, ".replacement' must be one character");
-    std::string scheme = "always";
-    if (t.contains("prepend_scheme") && !t["prepend_scheme"].is_null()) {
-      CPUFT_REQUIRE(t["prepend_scheme"].is_string(), where, ": '", field,
-                    ".prepend_scheme' must be a string");
-      scheme = t["prepend_scheme"];
-    }
-    if (!json_bool(t, "add_prefix_space", true, where, field)) {
-      CPUFT_REQUIRE(scheme == "never" || !t.contains("prepend_scheme"), where, ": '", field,
-                    "': add_prefix_space does not match prepend_scheme");
-      scheme = "never";
-    }
-    CPUFT_REQUIRE(scheme == "always" || scheme == "never", where, ": '", field,
-                  ".prepend_scheme' \"", scheme, "\" is not supported (\"always\", \"never\")");
-    p.prepend = scheme == "always";
-    p.metaspace_split = json_bool(t, "split", true, where, field);
-  } else {
-    throw Error(str(where, ": '", field, "': pre-tokenizer type '", type,
-                    "' is not supported (Metaspace, WhitespaceSplit, Sequence)"));
+    if (decode_utf8_at(s, c, &cp) == 0 || !is_white_space(cp)) break;
+    end = c;
   }
+  s.resize(end);
 }
 
-// The post-processor's template. `special` resolves a special token's name to its ids.
-void read_post_processor(const json& t, const std::string& where, UnigramTokenizer::Pipeline& p) {
-  using Item = UnigramTokenizer::TemplateItem;
-  p.single.clear();
-  p.pair.clear();
-  if (t.is_null()) {
-    p.single = {Item{0, {}, 0}};
-    p.pair = {Item{0, {}, 0}, Item{1, {}, 1}};
-    return;
+// Replace(Regex(" {2,}"), " ") in place.
+void collapse_spaces(std::string& s) {
+  size_t w = 0;
+  for (size_t r = 0; r < s.size(); ++r) {
+    if (s[r] == ' ' && w > 0 && s[w - 1] == ' ' && r > 0 && s[r - 1] == ' ') continue;
+    s[w++] = s[r];
   }
-  CPUFT_REQUIRE(t.is_object() && t.contains("type") && t["type"].is_string(), where,
-                ": 'post_processor' must be an object with a 'type'");
-  const std::string type = t["type"];
-  if (type == "RobertaProcessing") {
-    auto token = [&](const char* key) {
-      CPUFT_REQUIRE(t.contains(key) && t[key].is_array() && t[key].size() == 2 &&
-                        t[key][1].is_number_unsigned(),
-                    where, ": 'post_processor.", key, "' must be [token, id]");
-      return t[key][1].get<int32_t>();
-    };
-    const int32_t cls = token("cls"), sep = token("sep");
-    p.single = {Item{-1, {cls}, 0}, Item{0, {}, 0}, Item{-1, {sep}, 0}};
-    p.pair = {Item{-1, {cls}, 0}, Item{0, {}, 0}, Item{-1, {sep}, 0},
-              Item{-1, {sep}, 0}, Item{1, {}, 0}, Item{-1, {sep}, 0}};
-    return;
-  }
-  CPUFT_REQUIRE(type == "TemplateProcessing", where, ": 'post_processor' type '", type,
-                "' is not supported (TemplateProcessing, RobertaProcessing)");
-  const json& specials = require_object(t, "special_tokens", where);
-  for (const char* which : {"single", "pair"}) {
-    CPUFT_REQUIRE(t.contains(which) && t[which].is_array(), where, ": 'post_processor.", which,
-                  "' must be an array");
-    std::vector<Item>& out = std::string(which) == "single" ? p.single : p.pair;
-    for (const json& piece : t[which]) {
-      const std::string field = str("post_processor.", which);
-      CPUFT_REQUIRE(piece.is_object() && piece.size() == 1, where, ": '", field,
-                    "' items must be {\"Sequence\": ...} or {\"SpecialToken\": ...}");
-      const auto first = piece.begin();  // (items() is a temporary: no references into it)
-      const std::string kind = first.key();
-      const json& body = first.value();
-      CPUFT_REQUIRE(body.is_object() && body.contains("id") && body["id"].is_string(), where, ": '",
-                    field, "' item without a string 'id'");
-      Item item;
-      item.type_id = body.value("type_id", 0);
-      const std::string id = body["id"];
-      if (kind == "Sequence") {
-        CPUFT_REQUIRE(id == "A" || id == "B", where, ": '", field, "': sequence '", id, "'");
-        item.sequence = id == "A" ? 0 : 1;
-      } else {
-        CPUFT_REQUIRE(kind == "SpecialToken", where, ": '", field, "': item '", kind, "'");
-        CPUFT_REQUIRE(specials.contains(id) && specials[id].is_object() &&
-                          specials[id].contains("ids") && specials[id]["ids"].is_array(),
-                      where, ": 'post_processor.special_tokens' has no ids for '", id, "'");
-        for (const json& x : specials[id]["ids"]) {
-          CPUFT_REQUIRE(x.is_number_unsigned() && x.get<uint64_t>() <= INT32_MAX, where,
-                        ": 'post_processor.special_tokens' id of '", id, "' is not an id");
-          item.ids.push_back(x.get<int32_t>());
-        }
-      }
-      out.push_back(std::move(item));
-    }
-  }
-}
-
-// XLMRobertaTokenizer's template: <s> A </s> and <s> A </s></s> B </s>, every type id 0.
-void xlmr_templates(int32_t bos, int32_t eos, UnigramTokenizer::Pipeline& p) {
-  using Item = UnigramTokenizer::TemplateItem;
-  p.single = {Item{-1, {bos}, 0}, Item{0, {}, 0}, Item{-1, {eos}, 0}};
-  p.pair = {Item{-1, {bos}, 0}, Item{0, {}, 0}, Item{-1, {eos}, 0},
-            Item{-1, {eos}, 0}, Item{1, {}, 0}, Item{-1, {eos}, 0}};
+  s.resize(w);
 }
 
 }  // namespace
-
-// -----------------------------------------------------------------------------------------------
-// Loading.
-
-UnigramTokenizer UnigramTokenizer::from_sentencepiece_model(std::string model,
-                                                            const std::string& where) {
-  return from_spm(std::move(model), where, XlmrConfig{});
-}
-
-UnigramTokenizer UnigramTokenizer::from_spm(std::string model, const std::string& where,
-                                            const XlmrConfig& config) {
-  SpmModel m = parse_spm_model(model, where);
-  CPUFT_REQUIRE(m.model_type == 1, where, ": trainer_spec.model_type is ", m.model_type,
-                ", not Unigram (1)");
-  CPUFT_REQUIRE(!m.byte_fallback, where, ": trainer_spec.byte_fallback is not supported");
-  CPUFT_REQUIRE(m.pieces.size() > 3, where, ": ", m.pieces.size(),
-                " pieces; an XLM-R model has <unk>, <s>, </s> and more");
-  UnigramTokenizer t;
-  t.source_ = kSpmFile;
-  t.spm_model_ = std::move(model);
-  t.pipeline_.charsmap = std::move(m.charsmap);
-  // transformers' XLMRobertaConverter: the fairseq dictionary puts <s> <pad> </s> <unk> first,
-  // then the pieces after SentencePiece's <unk> <s> </s>, then <mask>.
-  t.vocab_ = {{config.bos, 0.0}, {config.pad, 0.0}, {config.eos, 0.0}, {config.unk, 0.0}};
-  for (size_t i = 3; i < m.pieces.size(); ++i) {
-    t.vocab_.emplace_back(std::move(m.pieces[i].piece), static_cast<double>(m.pieces[i].score));
-    // Control and user-defined pieces become added tokens matched in the raw text.
-    if (m.pieces[i].type == 3 || m.pieces[i].type == 4) {
-      t.added_.push_back(AddedToken{t.vocab_.back().first, static_cast<int32_t>(i + 1), false,
-                                    false, false, m.pieces[i].type == 3});
-    }
-  }
-  t.vocab_.emplace_back(config.mask, 0.0);
-  t.unk_id_ = 3;
-  t.apply_xlmr_class(config, /*keep_json_strip=*/false, where);
-  return t;
-}
-
-int32_t UnigramTokenizer::added_id(const std::string& content) const {
-  for (const AddedToken& a : added_)
-    if (a.content == content) return a.id;
-  return -1;
-}
-
-void UnigramTokenizer::apply_xlmr_class(const XlmrConfig& config, bool keep_json_strip,
-                                        const std::string& where) {
-  Pipeline& p = pipeline_;
-  p.collapse_spaces = false;
-  p.whitespace_split = true;
-  p.metaspace = true;
-  p.prepend = config.add_prefix_space;
-  p.metaspace_split = true;
-  p.replacement = "\u2581";
-  bos_ = config.bos;
-  eos_ = config.eos;
-  unk_ = config.unk;
-  pad_ = config.pad;
-  mask_ = config.mask;
-  for (const std::string* s : {&bos_, &pad_, &eos_, &unk_, &mask_}) {
-    auto it = std::find_if(added_.begin(), added_.end(),
-                           [&](const AddedToken& a) { return a.content == *s; });
-    if (it == added_.end()) {
-      int32_t id = -1;
-      for (size_t i = 0; i < vocab_.size(); ++i)
-        if (vocab_[i].first == *s) id = static_cast<int32_t>(i);  // last wins, as HF's map
-      CPUFT_REQUIRE(id >= 0, where, ": special token '", *s, "' is not in the vocabulary");
-      added_.push_back(AddedToken{*s, id, false, false, false, true});
-      it = added_.end() - 1;
-    }
-    if (s == &mask_) {
-      it->lstrip = config.mask_lstrip || (keep_json_strip && it->lstrip);
-      it->rstrip = config.mask_rstrip || (keep_json_strip && it->rstrip);
-    }
-  }
-  xlmr_templates(added_id(bos_), added_id(eos_), p);
-  build(where);
-}
-
-bool UnigramTokenizer::is_xlmr_class_pipeline() const {
-  const Pipeline& p = pipeline_;
-  if (p.collapse_spaces || !p.whitespace_split || !p.metaspace || !p.metaspace_split ||
-      p.replacement != "\u2581" || bos_.empty() || eos_.empty())
-    return false;
-  Pipeline want;
-  xlmr_templates(added_id(bos_), added_id(eos_), want);
-  return want.single == p.single && want.pair == p.pair;
-}
-
-UnigramTokenizer UnigramTokenizer::from_tokenizer_json(std::string_view text,
-                                                       const std::string& where) {
-  const json j = parse_json_text(text, where);
-  const json& model = require_object(j, "model", where);
-  CPUFT_REQUIRE(model.value("type", std::string()) == "Unigram", where,
-                ": 'model.type' must be \"Unigram\"");
-  CPUFT_REQUIRE(model.contains("vocab") && model["vocab"].is_array() && !model["vocab"].empty(),
-                where, ": 'model.vocab' must be a non-empty array");
-  CPUFT_REQUIRE(!json_bool(model, "byte_fallback", false, where, "model"), where,
-                ": 'model.byte_fallback' true is not supported");
-  UnigramTokenizer t;
-  t.source_ = kJsonFile;
-  const json& v = model["vocab"];
-  CPUFT_REQUIRE(v.size() < kMaxPieces, where, ": 'model.vocab' has more than ", kMaxPieces,
-                " entries");
-  t.vocab_.reserve(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    const json& e = v[i];
-    CPUFT_REQUIRE(e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_number(), where,
-                  ": 'model.vocab[", i, "]' must be [piece, score]");
-    const double score = e[1].get<double>();
-    std::string piece = e[0].get<std::string>();
-    CPUFT_REQUIRE(std::isfinite(score), where, ": 'model.vocab[", i, "]' score is not finite");
-    CPUFT_REQUIRE(valid_utf8(piece), where, ": 'model.vocab[", i, "]' is not valid UTF-8");
-    t.vocab_.emplace_back(std::move(piece), score);
-  }
-  CPUFT_REQUIRE(model.contains("unk_id") && model["unk_id"].is_number_unsigned() &&
-                    model["unk_id"].get<uint64_t>() < v.size(),
-                where, ": 'model.unk_id' must be an id in [0, ", v.size(), ")");
-  t.unk_id_ = model["unk_id"].get<int32_t>();
-  if (j.contains("added_tokens") && !j["added_tokens"].is_null()) {
-    CPUFT_REQUIRE(j["added_tokens"].is_array(), where, ": 'added_tokens' must be an array");
-    for (size_t i = 0; i < j["added_tokens"].size(); ++i) {
-      const json& a = j["added_tokens"][i];
-      const std::string field = str("added_tokens[", i, "]");
-      CPUFT_REQUIRE(a.is_object() && a.contains("id") && a["id"].is_number_unsigned() &&
-                        a["id"].get<uint64_t>() < kMaxPieces && a.contains("content") &&
-                        a["content"].is_string(),
-                    where, ": '", field, "' must have an 'id' and a string 'content'");
-      AddedToken tok;
-      tok.id = a["id"].get<int32_t>();
-      tok.content = a["content"].get<std::string>();
-      CPUFT_REQUIRE(!tok.content.empty() && valid_utf8(tok.content), where, ": '", field,
-                    ".content' is empty or not UTF-8");
-      CPUFT_REQUIRE(!json_bool(a, "single_word", false, where, field), where, ": '", field,
-                    "': single_word tokens are not supported");
-      tok.lstrip = json_bool(a, "lstrip", false, where, field);
-      tok.rstrip = json_bool(a, "rstrip", false, where, field);
-      tok.normalized = json_bool(a, "normalized", true, where, field);
-      tok.special = json_bool(a, "special", false, where, field);
-      t.added_.push_back(std::move(tok));
-    }
-  }
-  read_normalizer(j.value("normalizer", json()), where, "normalizer", t.pipeline_);
-  read_pre_tokenizer(j.value("pre_tokenizer", json()), where, "pre_tokenizer", t.pipeline_, true);
-  read_post_processor(j.value("post_processor", json()), where, t.pipeline_);
-  // Names for the config files save() writes: the template's first and last special tokens,
-  // the model's unknown token, and <pad>/<mask> if the vocabulary has them.
-  auto name_of = [&](int32_t id) -> std::string {
-    for (const AddedToken& a : t.added_)
-      if (a.id == id) return a.content;
-    return id >= 0 && static_cast<size_t>(id) < t.vocab_.size() ? t.vocab_[id].first : "";
-  };
-  for (const TemplateItem& item : t.pipeline_.single) {
-    if (item.sequence >= 0 || item.ids.empty()) continue;
-    if (t.bos_.empty()) t.bos_ = name_of(item.ids.front());
-    t.eos_ = name_of(item.ids.back());
-  }
-  t.unk_ = t.vocab_[static_cast<size_t>(t.unk_id_)].first;
-  for (const AddedToken& a : t.added_) {
-    if (a.content == "<pad>") t.pad_ = a.content;
-    if (a.content == "<mask>") t.mask_ = a.content;
-  }
-  t.build(where);
-  return t;
-}
-
-UnigramTokenizer UnigramTokenizer::from_folder(const std::string& dir) {
-  const fs::path root(dir);
-  CPUFT_REQUIRE(fs::is_directory(root), dir, ": not a directory");
-  const fs::path json_path = root / kJsonFile, spm_path = root / kSpmFile;
-  const fs::path config_path = root / "tokenizer_config.json";
-  const fs::path map_path = root / "special_tokens_map.json";
-  // The configuration: special tokens (special_tokens_map.json, then tokenizer_config.json,
-  // which transformers lets win), the tokenizer class, add_prefix_space, model_max_length.
-  XlmrConfig config;
-  std::string tokenizer_class;
-  int model_max_length = 512;
-  for (const fs::path& p : {map_path, config_path}) {
-    if (!fs::exists(p)) continue;
-    const std::string where = p.string();
-    const json j = parse_json_text(read_file(p), where);
-    read_token_field(j, where, "bos_token", config.bos);
-    read_token_field(j, where, "eos_token", config.eos);
-    read_token_field(j, where, "unk_token", config.unk);
-    read_token_field(j, where, "pad_token", config.pad);
-    read_token_field(j, where, "mask_token", config.mask, &config.mask_lstrip, &config.mask_rstrip);
-    if (p != config_path) continue;
-    if (j.contains("tokenizer_class") && j["tokenizer_class"].is_string())
-      tokenizer_class = j["tokenizer_class"];
-    config.add_prefix_space = json_bool(j, "add_prefix_space", true, where, "tokenizer_config");
-    if (j.contains("model_max_length") && j["model_max_length"].is_number_integer()) {
-      // HF writes a huge sentinel (1e30) when there is no limit; keep only sensible values.
-      const int64_t m = j["model_max_length"].get<int64_t>();
-      if (m > 0 && m <= INT32_MAX) model_max_length = static_cast<int>(m);
-    }
-  }
-  if (tokenizer_class.empty() && fs::exists(root / "config.json")) {
-    // AutoTokenizer picks the class from the model type when tokenizer_config.json names none.
-    const fs::path p = root / "config.json";
-    const json c = parse_json_text(read_file(p), p.string());
-    if (c.value("model_type", std::string()) == "xlm-roberta")
-      tokenizer_class = "XLMRobertaTokenizer";
-  }
-  const bool xlmr_class =
-      tokenizer_class == "XLMRobertaTokenizer" || tokenizer_class == "XLMRobertaTokenizerFast";
-  UnigramTokenizer t;
-  try {
-    if (fs::exists(json_path)) {
-      // transformers reads tokenizer.json first when a folder has both.
-      t = from_tokenizer_json(read_file(json_path), json_path.string());
-      if (xlmr_class) t.apply_xlmr_class(config, /*keep_json_strip=*/true, json_path.string());
-    } else {
-      CPUFT_REQUIRE(fs::exists(spm_path), dir, ": neither ", kJsonFile, " nor ", kSpmFile,
-                    " found");
-      t = from_spm(read_file(spm_path), spm_path.string(), config);
-    }
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.rfind(dir, 0) == 0) throw;
-    throw Error(str(dir, ": ", what));
-  }
-  t.model_max_length_ = model_max_length;
-  return t;
-}
-
-bool UnigramTokenizer::handles_folder(const std::string& dir) {
-  const fs::path root(dir);
-  const fs::path json_path = root / kJsonFile;
-  if (!fs::exists(json_path)) return fs::exists(root / kSpmFile);
-  // Only model.type matters: keep nothing deeper than the model's own fields while parsing.
-  const std::string text = read_file(json_path);
-  const json j = json::parse(
-      text, [](int depth, json::parse_event_t, json&) { return depth <= 2; },
-      /*allow_exceptions=*/false);
-  return j.is_object() && j.contains("model") && j["model"].is_object() &&
-         j["model"].value("type", json()) == "Unigram";
-}
 
 void UnigramTokenizer::build(const std::string& where) {
   where_ = where;
@@ -841,7 +276,7 @@ void UnigramTokenizer::build(const std::string& where) {
       charsmap_units_[u] = v;
     }
     charsmap_text_begin_ = 4 + trie_bytes / 4 * 4;
-    CPUFT_REQUIRE(valid_utf8(charsmap_text()), where,
+    CPUFT_REQUIRE(find_invalid_utf8(charsmap_text()) == std::string_view::npos, where,
                   ": precompiled_charsmap: its strings are not valid UTF-8");
   }
   // Added tokens: ids in range, and the post-processor's special tokens counted.
@@ -916,7 +351,47 @@ const char* UnigramTokenizer::charsmap_lookup(const unsigned char* key, size_t n
   return nullptr;
 }
 
-void UnigramTokenizer::normalize(std::string_view piece, std::string& out) const {
+bool UnigramTokenizer::normalize(std::string_view piece, std::string& out) const {
+  out.assign(piece);
+  bool at_origin = true;
+  std::string next;
+  for (const Normalizer n : pipeline_.normalizers) {
+    switch (n) {
+      case Normalizer::kPrecompiled:
+        apply_charsmap(out, next);
+        out.swap(next);
+        break;
+      case Normalizer::kCollapseSpaces:
+        collapse_spaces(out);
+        break;
+      case Normalizer::kWhitespaceRuns:
+        replace_whitespace_runs(out, next);
+        out.swap(next);
+        break;
+      case Normalizer::kNfc:
+        uni::nfc_utf8(out, next);
+        out.swap(next);
+        break;
+      case Normalizer::kLowercase:
+        lowercase(out, next);
+        out.swap(next);
+        break;
+      case Normalizer::kStripLeft:
+        at_origin = !strip_left(out) && at_origin;
+        break;
+      case Normalizer::kStripRight:
+        strip_right(out);
+        break;
+      case Normalizer::kStrip:
+        at_origin = !strip_left(out) && at_origin;
+        strip_right(out);
+        break;
+    }
+  }
+  return at_origin;
+}
+
+void UnigramTokenizer::apply_charsmap(std::string_view piece, std::string& out) const {
   out.clear();
   if (charsmap_units_.empty()) {
     out.assign(piece);
@@ -962,14 +437,6 @@ void UnigramTokenizer::normalize(std::string_view piece, std::string& out) const
       }
       i = j;
     }
-  }
-  if (pipeline_.collapse_spaces) {
-    size_t w = 0;
-    for (size_t r = 0; r < out.size(); ++r) {
-      if (out[r] == ' ' && w > 0 && out[w - 1] == ' ' && r > 0 && out[r - 1] == ' ') continue;
-      out[w++] = out[r];
-    }
-    out.resize(w);
   }
 }
 
@@ -1103,64 +570,99 @@ void UnigramTokenizer::split_added(std::string_view text, bool normalized_pass,
   if (piece < text.size()) on_text(text.substr(piece));
 }
 
+// Metaspace on one word: ' ' -> replacement, prepend, split before each replacement.
+void UnigramTokenizer::metaspace(std::string_view w, bool at_origin, std::string& word,
+                                 std::vector<int32_t>& ids) const {
+  const Pipeline& p = pipeline_;
+  if (!p.metaspace) {
+    encode_word(w, ids);
+    return;
+  }
+  const std::string& rep = p.replacement;
+  word.clear();
+  // Spaces become the replacement first, so a leading space counts as a leading replacement.
+  const bool starts = (!w.empty() && w[0] == ' ') || w.substr(0, rep.size()) == rep;
+  const bool prepend = p.prepend == Prepend::kAlways || (p.prepend == Prepend::kFirst && at_origin);
+  if (prepend && !starts) word = rep;
+  for (char c : w) {
+    if (c == ' ') {
+      word += rep;
+    } else {
+      word.push_back(c);
+    }
+  }
+  if (!p.metaspace_split) {
+    encode_word(word, ids);
+    return;
+  }
+  size_t from = 0;
+  for (size_t at = word.find(rep, rep.size()); at != std::string::npos;
+       at = word.find(rep, at + rep.size())) {
+    encode_word(std::string_view(word).substr(from, at - from), ids);
+    from = at;
+  }
+  encode_word(std::string_view(word).substr(from), ids);
+}
+
+// WhitespaceSplit (White_Space removed), then Punctuation (each punctuation character its own
+// word), then Metaspace on each word; only a word that starts where `part` does can be at the
+// text's origin.
+void UnigramTokenizer::pre_tokenize(std::string_view part, bool at_origin, std::string& scratch,
+                                    std::vector<int32_t>& ids) const {
+  auto punctuation = [&](std::string_view w) {
+    const bool origin = at_origin && w.data() == part.data();
+    if (!pipeline_.punctuation) {
+      metaspace(w, origin, scratch, ids);
+      return;
+    }
+    char32_t cp = 0;
+    size_t from = 0;
+    for (size_t i = 0; i < w.size();) {
+      const size_t len = decode_utf8_at(w, i, &cp);
+      if (is_punctuation(cp)) {
+        if (from < i) metaspace(w.substr(from, i - from), origin && from == 0, scratch, ids);
+        metaspace(w.substr(i, len), origin && i == 0, scratch, ids);
+        from = i + len;
+      }
+      i += len;
+    }
+    if (from < w.size()) metaspace(w.substr(from), origin && from == 0, scratch, ids);
+  };
+  if (!pipeline_.whitespace_split) {
+    if (!part.empty()) punctuation(part);
+    return;
+  }
+  char32_t cp = 0;
+  size_t w = 0;
+  for (size_t i = 0; i < part.size();) {
+    const size_t len = decode_utf8_at(part, i, &cp);
+    if (is_white_space(cp)) {
+      if (w < i) punctuation(part.substr(w, i - w));
+      w = i + len;
+    }
+    i += len;
+  }
+  if (w < part.size()) punctuation(part.substr(w));
+}
+
 std::vector<int32_t> UnigramTokenizer::tokenize(std::string_view text) const {
   const size_t bad = find_invalid_utf8(text);
   if (bad != std::string_view::npos) throw Error(str("invalid UTF-8 at byte ", bad));
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
-  std::string normalized, word;
-  const std::string& rep = pipeline_.replacement;
-  auto pre_tokenize = [&](std::string_view part) {
-    // Metaspace on one piece: ' ' -> replacement, prepend, split before each replacement.
-    auto metaspace = [&](std::string_view w) {
-      if (!pipeline_.metaspace) {
-        encode_word(w, ids);
-        return;
-      }
-      word.clear();
-      // Spaces become the replacement first, so a leading space counts as a leading replacement.
-      const bool starts = (!w.empty() && w[0] == ' ') || w.substr(0, rep.size()) == rep;
-      if (pipeline_.prepend && !starts) word = rep;
-      for (char c : w) {
-        if (c == ' ') {
-          word += rep;
-        } else {
-          word.push_back(c);
-        }
-      }
-      if (!pipeline_.metaspace_split) {
-        encode_word(word, ids);
-        return;
-      }
-      size_t from = 0;
-      for (size_t at = word.find(rep, rep.size()); at != std::string::npos;
-           at = word.find(rep, at + rep.size())) {
-        encode_word(std::string_view(word).substr(from, at - from), ids);
-        from = at;
-      }
-      encode_word(std::string_view(word).substr(from), ids);
-    };
-    if (!pipeline_.whitespace_split) {
-      if (!part.empty()) metaspace(part);
-      return;
-    }
-    char32_t cp = 0;
-    size_t w = 0;
-    for (size_t i = 0; i < part.size();) {
-      const size_t len = decode_utf8_at(part, i, &cp);
-      if (is_white_space(cp)) {
-        if (w < i) metaspace(part.substr(w, i - w));
-        w = i + len;
-      }
-      i += len;
-    }
-    if (w < part.size()) metaspace(part.substr(w));
-  };
+  std::string normalized, scratch;
   split_added(
       text, /*normalized_pass=*/false,
       [&](std::string_view raw) {
-        normalize(raw, normalized);
-        split_added(normalized, /*normalized_pass=*/true, pre_tokenize, ids);
+        // Metaspace "first" prepends only at the text's first byte, as tokenizers' original
+        // offset 0: the first stretch, unless a leading Strip moved its start.
+        const bool origin = normalize(raw, normalized) && raw.data() == text.data();
+        split_added(
+            normalized, /*normalized_pass=*/true,
+            [&](std::string_view part) {
+              pre_tokenize(part, origin && part.data() == normalized.data(), scratch, ids);
+            },
+            ids);
       },
       ids);
   return ids;
@@ -1196,116 +698,22 @@ Encoding UnigramTokenizer::encode(std::string_view a, const std::string_view* b,
 }
 
 std::string UnigramTokenizer::summary() const {
-  return str("Unigram (SentencePiece), ", source_, ", ", vocab_size_, " tokens",
-             pipeline_.charsmap.empty() ? ", no normalizer" : ", precompiled charsmap");
-}
-
-// -----------------------------------------------------------------------------------------------
-// Saving.
-
-void UnigramTokenizer::save(const std::string& dir) const {
-  const fs::path root(dir);
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  CPUFT_REQUIRE(!ec, dir, ": cannot create directory: ", ec.message());
-  const Pipeline& p = pipeline_;
-  // The pipeline transformers' XLMRobertaTokenizer class builds itself; when ours is another,
-  // the config names the generic class, which takes tokenizer.json as it is.
-  const bool xlmr_class = is_xlmr_class_pipeline();
-
-  json tj;
-  tj["version"] = "1.0";
-  tj["truncation"] = nullptr;
-  tj["padding"] = nullptr;
-  json added = json::array();
-  for (const AddedToken& a : added_) {
-    added.push_back({{"id", a.id},
-                     {"content", a.content},
-                     {"single_word", false},
-                     {"lstrip", a.lstrip},
-                     {"rstrip", a.rstrip},
-                     {"normalized", a.normalized},
-                     {"special", a.special}});
+  if (deberta_class_) {
+    return str("Unigram (SentencePiece), ", source_, ", ", vocab_size_,
+               " tokens, DebertaV2Tokenizer (NFC", deberta_.do_lower_case ? ", lowercase" : "",
+               deberta_.split_by_punct ? ", split_by_punct" : "",
+               deberta_.add_prefix_space ? "" : ", no prefix space", ")");
   }
-  tj["added_tokens"] = added;
-  json normalizers = json::array();
-  if (!p.charsmap.empty())
-    normalizers.push_back(
-        {{"type", "Precompiled"}, {"precompiled_charsmap", base64_encode(p.charsmap)}});
-  if (p.collapse_spaces)
-    normalizers.push_back(
-        {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}});
-  tj["normalizer"] = normalizers.empty() ? json(nullptr)
-                     : normalizers.size() == 1
-                         ? normalizers[0]
-                         : json{{"type", "Sequence"}, {"normalizers", normalizers}};
-  json metaspace = {{"type", "Metaspace"},
-                    {"replacement", p.replacement},
-                    {"prepend_scheme", p.prepend ? "always" : "never"},
-                    {"split", p.metaspace_split}};
-  json pre = json::array();
-  if (p.whitespace_split) pre.push_back({{"type", "WhitespaceSplit"}});
-  if (p.metaspace) pre.push_back(metaspace);
-  tj["pre_tokenizer"] = pre.empty()       ? json(nullptr)
-                        : pre.size() == 1 ? pre[0]
-                                          : json{{"type", "Sequence"}, {"pretokenizers", pre}};
-  json special_tokens = json::object();
-  auto items = [&](const std::vector<TemplateItem>& v) {
-    json out = json::array();
-    for (const TemplateItem& item : v) {
-      if (item.sequence >= 0) {
-        out.push_back(
-            {{"Sequence", {{"id", item.sequence == 0 ? "A" : "B"}, {"type_id", item.type_id}}}});
-        continue;
-      }
-      std::string name;
-      std::vector<std::string> tokens;
-      for (int32_t id : item.ids) {
-        tokens.push_back(token(id));
-        name += tokens.back();
-      }
-      special_tokens[name] = {{"id", name}, {"ids", item.ids}, {"tokens", tokens}};
-      out.push_back({{"SpecialToken", {{"id", name}, {"type_id", item.type_id}}}});
-    }
-    return out;
-  };
-  tj["post_processor"] = {{"type", "TemplateProcessing"},
-                          {"single", items(p.single)},
-                          {"pair", items(p.pair)},
-                          {"special_tokens", special_tokens}};
-  tj["decoder"] = p.metaspace ? metaspace : json(nullptr);
-  json vocab = json::array();
-  for (const auto& [piece, score] : vocab_) vocab.push_back({piece, score});
-  tj["model"] = {
-      {"type", "Unigram"}, {"unk_id", unk_id_}, {"vocab", vocab}, {"byte_fallback", false}};
-  write_file(root / kJsonFile, tj.dump(2, ' ', false, json::error_handler_t::strict) + "\n");
-
-  bool mask_lstrip = false, mask_rstrip = false;
-  for (const AddedToken& a : added_) {
-    if (a.content == mask_) {
-      mask_lstrip = a.lstrip;
-      mask_rstrip = a.rstrip;
-    }
+  const std::vector<Normalizer>& n = pipeline_.normalizers;
+  std::string normalizers = n.empty() ? ", no normalizer" : ", precompiled charsmap";
+  if (n.size() > 1 || (n.size() == 1 && n[0] != Normalizer::kPrecompiled)) {
+    static const char* const kNames[] = {"charsmap",  "Replace", "Replace", "NFC",
+                                         "Lowercase", "Strip",   "Strip",   "Strip"};
+    normalizers = ", normalizers";
+    for (size_t k = 0; k < n.size(); ++k)
+      normalizers += str(k == 0 ? " " : " + ", kNames[static_cast<size_t>(n[k])]);
   }
-  json special = json::object();
-  if (!bos_.empty()) special["bos_token"] = special["cls_token"] = bos_;
-  if (!eos_.empty()) special["eos_token"] = special["sep_token"] = eos_;
-  if (!unk_.empty()) special["unk_token"] = unk_;
-  if (!pad_.empty()) special["pad_token"] = pad_;
-  if (!mask_.empty()) {
-    special["mask_token"] = {{"content", mask_},
-                             {"lstrip", mask_lstrip},
-                             {"rstrip", mask_rstrip},
-                             {"normalized", false},
-                             {"single_word", false}};
-  }
-  json config = special;
-  config["tokenizer_class"] = xlmr_class ? "XLMRobertaTokenizer" : "TokenizersBackend";
-  config["add_prefix_space"] = p.prepend;
-  config["model_max_length"] = model_max_length_;
-  write_file(root / "tokenizer_config.json", config.dump(2) + "\n");
-  write_file(root / "special_tokens_map.json", special.dump(2) + "\n");
-  if (!spm_model_.empty()) write_file(root / kSpmFile, spm_model_);
+  return str("Unigram (SentencePiece), ", source_, ", ", vocab_size_, " tokens", normalizers);
 }
 
 }  // namespace cpuft

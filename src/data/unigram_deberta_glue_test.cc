@@ -1,0 +1,175 @@
+// Slow: every sentence of every GLUE TSV shipped in data/glue and every Unicode code point,
+// through the Unigram tokenizer as DeBERTa-v3's (loaded from spm.model and from the tokenizer.json
+// transformers 5 saves), must give Hugging Face's ids. HF's ids are summarized by
+// tests/fixtures/deberta_spm_glue_digest.json (tools/make_deberta_spm_fixture.py): FNV-1a 64
+// hashes per file and per 1000-row block, and per block of 4096 code points, for the hub's
+// options and for do_lower_case + split_by_punct + add_prefix_space false.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "data/glue_digest_test_util.h"
+#include "data/tokenizer_test_util.h"
+#include "data/unigram_tokenizer.h"
+#include "data/utf8.h"
+
+namespace cpuft {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using cpuft::testing::digest_rows;
+using cpuft::testing::fixture_path;
+using cpuft::testing::fnv;
+using cpuft::testing::glue_dir;
+using cpuft::testing::hex;
+using cpuft::testing::kFnvOffset;
+using cpuft::testing::kSepText;
+using cpuft::testing::read_all;
+using cpuft::testing::read_rows;
+using cpuft::testing::RowsDigest;
+
+const json& digest() {
+  static const json d = json::parse(read_all(fixture_path("deberta_spm_glue_digest.json")));
+  return d;
+}
+
+TEST(UnigramDebertaGlue, EveryGlueSentenceMatchesHF) {
+  std::map<std::string, UnigramTokenizer> by_source;
+  by_source.emplace("spm.model",
+                    UnigramTokenizer::from_folder(fixture_path("tokenizers/deberta_v3_unigram")));
+  by_source.emplace("tokenizer.json", UnigramTokenizer::from_folder(
+                                          fixture_path("tokenizers/deberta_v3_unigram_json")));
+  const json& d = digest();
+  const int max_length = d.at("max_length");
+  const size_t block_rows = d.at("block_rows");
+  for (const auto& [source, tok] : by_source) {
+    size_t identical_rows = 0, rows_seen = 0, n_files = 0;
+    for (const json& file : d.at("files")) {
+      const std::string rel = file.at("path");
+      const auto rows = read_rows(glue_dir() + "/" + rel, file.at("header"), file.at("columns"));
+      ASSERT_EQ(rows.size(), file.at("rows").get<size_t>()) << rel;
+      ++n_files;
+      const RowsDigest got = digest_rows(tok, rows, max_length, block_rows);
+      const auto& want = file.at("block_hashes");
+      for (size_t k = 0; k < got.blocks.size(); ++k) {
+        const size_t first = k * block_rows, last = std::min(rows.size(), first + block_rows) - 1;
+        if (k < want.size() && got.blocks[k] == want[k].get<std::string>()) {
+          identical_rows += last + 1 - first;
+        } else {
+          ADD_FAILURE() << source << ": " << rel << ": ids differ from HF in data rows " << first
+                        << ".." << last << " (0-based, after the header); first row of the block: "
+                        << ::testing::PrintToString(rows[first]);
+        }
+      }
+      rows_seen += rows.size();
+      EXPECT_EQ(got.tokens, file.at("tokens").get<size_t>()) << source << " " << rel;
+      EXPECT_EQ(got.hash, file.at("hash").get<std::string>()) << source << " " << rel;
+    }
+    EXPECT_EQ(n_files, 15u);
+    EXPECT_GT(rows_seen, 100000u);
+    std::printf("DeBERTa %s: %zu/%zu GLUE rows in blocks identical to HF\n", source.c_str(),
+                identical_rows, rows_seen);
+  }
+}
+
+// The digest's two texts of code point c: the whitespace rule and Strip at the end, NFC with
+// combining marks.
+void codepoint_texts(char32_t c, std::string& t1, std::string& t2) {
+  t1.clear();
+  append_utf8(t1, c);
+  t1 += " a";
+  append_utf8(t1, c);
+  t1 += "b";
+  append_utf8(t1, c);
+  t2.clear();
+  t2.push_back('e');
+  append_utf8(t2, c);
+  append_utf8(t2, 0x301);
+  t2 += " ";
+  append_utf8(t2, c);
+  append_utf8(t2, 0x308);
+  t2 += "x";
+  append_utf8(t2, c);
+  append_utf8(t2, c);
+}
+
+// The digest's known differences: marks whose combining class in the shared Unicode tables is
+// not the one tokenizers' NFC uses (tools/make_deberta_spm_fixture.py, KNOWN_NFC_DIFFERENCES).
+// Their texts are left out of the blocks; this prints how many of them match HF all the same.
+std::map<char32_t, json> known_differences(const json& want) {
+  std::map<char32_t, json> known;
+  for (auto it = want.at("known_differences").begin(); it != want.at("known_differences").end();
+       ++it)
+    known.emplace(static_cast<char32_t>(std::stoul(it.key(), nullptr, 16)), it.value());
+  return known;
+}
+
+void report_known_differences(const UnigramTokenizer& tok, const std::map<char32_t, json>& known,
+                              const std::string& label) {
+  size_t same = 0;
+  std::string t1, t2;
+  for (const auto& [c, ids] : known) {
+    codepoint_texts(c, t1, t2);
+    same += tok.tokenize(t1) == ids.at(0).get<std::vector<int32_t>>() &&
+            tok.tokenize(t2) == ids.at(1).get<std::vector<int32_t>>();
+  }
+  std::printf("DeBERTa %s: %zu/%zu code points of the known NFC differences identical to HF\n",
+              label.c_str(), same, known.size());
+}
+
+// Returns the number of blocks that differ from `want` (the digest's "codepoints" entry).
+size_t codepoint_blocks_differing(const UnigramTokenizer& tok, const json& want,
+                                  const std::string& label) {
+  const char32_t block = want.at("block").get<char32_t>();
+  const auto want_blocks = want.at("block_hashes").get<std::vector<std::string>>();
+  EXPECT_EQ(want_blocks.size(), 0x110000 / block);
+  const std::map<char32_t, json> known = known_differences(want);
+  EXPECT_LE(known.size(), 9u);  // no more may join them
+  report_known_differences(tok, known, label);
+  size_t n_tokens = 0, bad_blocks = 0;
+  std::string t1, t2;
+  for (char32_t start = 0; start < 0x110000; start += block) {
+    uint64_t h = kFnvOffset;
+    for (char32_t c = start; c < start + block; ++c) {
+      if ((c >= 0xD800 && c <= 0xDFFF) || known.count(c)) continue;
+      codepoint_texts(c, t1, t2);
+      for (const std::string* t : {&t1, &t2}) {
+        const std::vector<int32_t> ids = tok.tokenize(*t);
+        n_tokens += ids.size();
+        fnv(h, ids, kSepText);
+      }
+    }
+    if (hex(h) != want_blocks[start / block] && ++bad_blocks <= 10) {
+      ADD_FAILURE() << label << ": code points U+" << std::hex << static_cast<uint32_t>(start)
+                    << "..U+" << static_cast<uint32_t>(start + block - 1)
+                    << " tokenize differently from HF";
+    }
+  }
+  EXPECT_EQ(n_tokens, want.at("tokens").get<size_t>()) << label;
+  std::printf("DeBERTa %s: %zu/%zu code point blocks identical to HF\n", label.c_str(),
+              want_blocks.size() - bad_blocks, want_blocks.size());
+  return bad_blocks;
+}
+
+// Every code point in two contexts, with the hub's options and with all three options on (which
+// checks the Lowercase and punctuation tables against tokenizers too).
+TEST(UnigramDebertaGlue, EveryCodePointMatchesHF) {
+  const fs::path folder = fixture_path("tokenizers/deberta_v3_unigram");
+  const UnigramTokenizer hub = UnigramTokenizer::from_folder(folder.string());
+  EXPECT_EQ(codepoint_blocks_differing(hub, digest().at("codepoints"), "hub options"), 0u);
+  const json& options = digest().at("codepoints_options");
+  UnigramTokenizer::DebertaOptions o;
+  o.do_lower_case = options.at("options").at("do_lower_case");
+  o.split_by_punct = options.at("options").at("split_by_punct");
+  o.add_prefix_space = options.at("options").at("add_prefix_space");
+  const UnigramTokenizer all = UnigramTokenizer::from_deberta_model(
+      read_all((folder / "spm.model").string()), "spm.model", o);
+  EXPECT_EQ(codepoint_blocks_differing(all, options, "all options"), 0u);
+}
+
+}  // namespace
+}  // namespace cpuft
