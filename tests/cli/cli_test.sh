@@ -27,12 +27,14 @@ make_data() {  # make_data FILE ROWS
   for ((r = 0; r < $2; r++)); do
     s=""
     for ((k = 0; k < 6; k++)); do s+="${words[RANDOM % ${#words[@]}]} "; done
+    # RANDOM only in this shell: bash reseeds it in a $(...) subshell (the data would differ from
+    # run to run).
     if ((RANDOM % 2)); then
-      s+="$([ $((RANDOM % 2)) = 0 ] && echo good || echo great)"
-      printf '%s\t1\n' "$s" >>"$1"
+      word=good; ((RANDOM % 2)) && word=great
+      printf '%s%s\t1\n' "$s" "$word" >>"$1"
     else
-      s+="$([ $((RANDOM % 2)) = 0 ] && echo bad || echo dull)"
-      printf '%s\t0\n' "$s" >>"$1"
+      word=bad; ((RANDOM % 2)) && word=dull
+      printf '%s%s\t0\n' "$s" "$word" >>"$1"
     fi
   done
 }
