@@ -345,17 +345,6 @@ def glue_digest(tok):
     return out
 
 
-# Code points on which cpuft's NFC differs from tokenizers' in these texts: marks whose canonical
-# combining class in cpuft's shared Unicode tables (src/data/unicode_tables.cc, Python 3.11's
-# Unicode 14 as corrected by tools/make_unicode_tables.py) is not the one of the older
-# unicode-normalization data inside tokenizers, so "e" + mark + U+0301 composes on one side
-# only. They are left out of the code point digest and their ids recorded apart
-# ("known_differences"); the fix belongs in make_unicode_tables.py (probe the classes through
-# tokenizers' NFD), which the WordPiece and byte-level BPE tokenizers share.
-KNOWN_NFC_DIFFERENCES = [0x1715, 0x1734, 0x11442, 0x11446, 0x1193D, 0x11C3F, 0x16FF0, 0x16FF1,
-                         0x1E94A]
-
-
 # Every code point (surrogates excluded) in two texts: between letters, after one and doubled at
 # the end (the whitespace rule, Strip), and with combining marks (NFC).
 def codepoint_texts(c):
@@ -364,7 +353,7 @@ def codepoint_texts(c):
 
 
 def codepoint_digest(tok):
-    out = {"texts": "for every c in [0, 0x110000) but surrogates and known_differences: chr(c) + "
+    out = {"texts": "for every c in [0, 0x110000) but surrogates: chr(c) + "
                     "' a' + chr(c) + 'b' + chr(c), then 'e' + chr(c) + U+0301 + ' ' + chr(c) + "
                     "U+0308 + 'x' + chr(c) + chr(c)",
            "hash": "FNV-1a 64 as for the files; each text's ids (no special tokens) then "
@@ -375,7 +364,7 @@ def codepoint_digest(tok):
     for start in range(0, 0x110000, xlmr.CODEPOINT_BLOCK):
         texts = []
         for c in range(start, start + xlmr.CODEPOINT_BLOCK):
-            if not 0xD800 <= c <= 0xDFFF and c not in KNOWN_NFC_DIFFERENCES:
+            if not 0xD800 <= c <= 0xDFFF:
                 texts += codepoint_texts(c)
         h = xlmr.FNV_OFFSET
         for ids in tok(texts, add_special_tokens=False)["input_ids"]:
@@ -384,11 +373,24 @@ def codepoint_digest(tok):
         blocks.append(f"{h:016x}")
     out["tokens"] = n_tokens
     out["block_hashes"] = blocks
-    out["known_differences"] = {
-        f"{c:X}": [tok(t, add_special_tokens=False)["input_ids"] for t in codepoint_texts(c)]
-        for c in KNOWN_NFC_DIFFERENCES}
     print(f"  code points: {n_tokens} tokens")
     return out
+
+
+def codepoint_digests(digest, tok, work):
+    """The code point digests with the hub's options and with all of OPTIONS on."""
+    digest["codepoints"] = codepoint_digest(tok)
+    all_options = {k: v for o in OPTIONS.values() for k, v in o.items()}
+    options = folder_with(work, "all_options", {**HUB_CONFIG, **all_options})
+    digest["codepoints_options"] = codepoint_digest(AutoTokenizer.from_pretrained(options))
+    digest["codepoints_options"]["options"] = all_options
+
+
+def write_digest(digest):
+    with open(DIGEST, "w", encoding="utf-8") as f:
+        json.dump(digest, f, indent=1)
+        f.write("\n")
+    print(f"wrote {DIGEST}")
 
 
 def write_fuzz_seeds():
@@ -466,11 +468,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-saved", metavar="DIR", nargs="+")
     ap.add_argument("--fuzz-seeds", action="store_true", help="only rewrite the deberta_* seeds")
+    ap.add_argument("--codepoints", action="store_true",
+                    help="only recompute the code point digests (the committed spm.model kept)")
     args = ap.parse_args()
     if args.check_saved:
         sys.exit(0 if all([check_saved(d) for d in args.check_saved]) else 1)
     if args.fuzz_seeds:
         write_fuzz_seeds()
+        return
+    if args.codepoints:
+        with open(DIGEST, encoding="utf-8") as f:
+            digest = json.load(f)
+        with tempfile.TemporaryDirectory() as work:
+            codepoint_digests(digest, AutoTokenizer.from_pretrained(FOLDER), work)
+        write_digest(digest)
         return
     with tempfile.TemporaryDirectory() as work:
         print(f"training the Unigram model on data/glue; writing {FOLDER}")
@@ -496,17 +507,8 @@ def main():
             f.write("\n")
         print(f"wrote {CONFIG_CASES}")
         digest = glue_digest(tok)
-        digest["codepoints"] = codepoint_digest(tok)
-        options = folder_with(work, "all_options",
-                              {**HUB_CONFIG, **{k: v for o in OPTIONS.values()
-                                                for k, v in o.items()}})
-        digest["codepoints_options"] = codepoint_digest(AutoTokenizer.from_pretrained(options))
-        digest["codepoints_options"]["options"] = {k: v for o in OPTIONS.values()
-                                                   for k, v in o.items()}
-    with open(DIGEST, "w", encoding="utf-8") as f:
-        json.dump(digest, f, indent=1)
-        f.write("\n")
-    print(f"wrote {DIGEST}")
+        codepoint_digests(digest, tok, work)
+    write_digest(digest)
     write_fuzz_seeds()
 
 

@@ -155,6 +155,72 @@ def apply_hf(flags, lower, nfd, ccc, notes):
     return counts
 
 
+def probe_ccc(flags, nfd, ccc, notes):
+    """Makes the combining classes those of tokenizers' NFD, which may differ from unicodedata's:
+    a class that changed between Unicode versions (U+1734 was 0 before Unicode 14), or a mark newer
+    than the crate's data. NFD orders adjacent marks x, y as x y unless ccc(x) > ccc(y) > 0, so the
+    class of c shows in "a" + c + r and "a" + r + c for reference marks r of every class: the
+    lowest code point of each class, with no decomposition, that tokenizers orders against U+0301
+    as its class says. Only code
+    points that may carry a class are probed: marks (M*) and those with a class in unicodedata."""
+    from tokenizers import normalizers
+    nfd_hf = normalizers.NFD()
+
+    def swaps(c, r):  # whether NFD reorders "a" + c + r, and "a" + r + c
+        a, b = "a" + chr(c) + chr(r), "a" + chr(r) + chr(c)
+        return nfd_hf.normalize_str(a) != a, nfd_hf.normalize_str(b) != b
+
+    classes = sorted(set(ccc.values()))
+    refs = {}
+    for v in classes:
+        for c in sorted(k for k, w in ccc.items() if w == v and k not in nfd):
+            if swaps(c, 0x301) == (v > 230, 230 > v):  # U+0301's class is 230
+                refs[v] = c
+                break
+    known = sorted(refs)
+
+    def expected(m):
+        return [(m > v > 0, v > m > 0) for v in known]
+
+    def observed(c):
+        return [swaps(c, refs[v]) for v in known]
+
+    changed = []
+    for c in ALL:
+        if c in nfd or HANGUL_FIRST <= c <= HANGUL_LAST:
+            continue
+        if not (ccc.get(c, 0) or flags.get(c, 0) & CMARK or ud.category(chr(c))[0] == "M"):
+            continue
+        seen = observed(c)
+        if seen == expected(ccc.get(c, 0)):
+            continue
+        fits = [m for m in [0] + classes if expected(m) == seen]
+        if not fits:
+            sys.exit(f"U+{c:04X}: tokenizers' NFD orders it as no combining class would")
+        if fits[0]:
+            ccc[c] = fits[0]
+        else:
+            ccc.pop(c, None)
+        changed.append(c)
+    runs = []  # consecutive code points as one range
+    for c in changed:
+        if runs and runs[-1][1] == c - 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    names = [f"U+{a:04X}" if a == b else f"U+{a:04X}-{b:04X}" for a, b in runs]
+    notes.append(f"  combining classes probed through NFD ({len(known)} reference marks), "
+                 f"{len(changed)} changed:")
+    line = " "
+    for n in names:
+        if len(line) + len(n) + 2 > 94:
+            notes.append(line)
+            line = " "
+        line += " " + n
+    if names:
+        notes.append(line)
+
+
 def ranges(flags):
     out, start, cur = [], None, 0
     for c in range(0x110001):
@@ -175,6 +241,7 @@ def main():
     notes = [f"Base data: Python {sys.version.split()[0]} unicodedata, Unicode {ud.unidata_version}."]
     if not args.no_hf:
         apply_hf(flags, lower, nfd, ccc, notes)
+        probe_ccc(flags, nfd, ccc, notes)
 
     pool, pool_index = [], {}
 
