@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -114,6 +116,34 @@ inline RowsDigest digest_rows(const Tokenizer& tok,
   }
   d.hash = hex(h);
   return d;
+}
+
+// Compares one file of a GLUE digest (path, header, columns, rows, block_hashes, tokens, hash)
+// with tok's ids: each differing block is one failure naming `source`, the file and its rows.
+// Adds the file's rows to *rows_seen and returns how many lie in identical blocks.
+inline size_t check_file_digest(const Tokenizer& tok, const nlohmann::json& file,
+                                const std::string& glue_dir, const std::string& source,
+                                int max_length, size_t block_rows, size_t* rows_seen) {
+  const std::string rel = file.at("path");
+  const auto rows = read_rows(glue_dir + "/" + rel, file.at("header"), file.at("columns"));
+  EXPECT_EQ(rows.size(), file.at("rows").get<size_t>()) << rel;
+  const RowsDigest got = digest_rows(tok, rows, max_length, block_rows);
+  const auto& want = file.at("block_hashes");
+  size_t identical_rows = 0;
+  for (size_t k = 0; k < got.blocks.size(); ++k) {
+    const size_t first = k * block_rows, last = std::min(rows.size(), first + block_rows) - 1;
+    if (k < want.size() && got.blocks[k] == want[k].get<std::string>()) {
+      identical_rows += last + 1 - first;
+    } else {
+      ADD_FAILURE() << source << ": " << rel << ": ids differ from HF in data rows " << first
+                    << ".." << last << " (0-based, after the header); first row of the block: "
+                    << ::testing::PrintToString(rows[first]);
+    }
+  }
+  *rows_seen += rows.size();
+  EXPECT_EQ(got.tokens, file.at("tokens").get<size_t>()) << source << " " << rel;
+  EXPECT_EQ(got.hash, file.at("hash").get<std::string>()) << source << " " << rel;
+  return identical_rows;
 }
 
 }  // namespace cpuft::testing

@@ -29,6 +29,7 @@ using json = nlohmann::json;
 using cpuft::testing::fixture_path;
 using cpuft::testing::glue_dir;
 
+using cpuft::testing::check_file_digest;
 using cpuft::testing::digest_rows;
 using cpuft::testing::fnv;
 using cpuft::testing::hex;
@@ -76,26 +77,9 @@ TEST(UnigramGlue, EveryGlueSentenceMatchesHF) {
   for (const auto& [source, tok] : toks.by_source) {
     size_t identical_rows = 0, rows_seen = 0;
     for (const json& file : d.at("files")) {
-      const std::string rel = file.at("path");
-      const auto rows = read_rows(glue_dir() + "/" + rel, file.at("header"), file.at("columns"));
-      ASSERT_EQ(rows.size(), file.at("rows").get<size_t>()) << rel;
+      identical_rows +=
+          check_file_digest(tok, file, glue_dir(), source, max_length, block_rows, &rows_seen);
       ++n_files;
-      const RowsDigest got = digest_rows(tok, rows, max_length, block_rows);
-      const size_t n_tokens = got.tokens;
-      const auto& want = file.at("block_hashes");
-      for (size_t k = 0; k < got.blocks.size(); ++k) {
-        const size_t first = k * block_rows, last = std::min(rows.size(), first + block_rows) - 1;
-        if (k < want.size() && got.blocks[k] == want[k].get<std::string>()) {
-          identical_rows += last + 1 - first;
-        } else {
-          ADD_FAILURE() << source << ": " << rel << ": ids differ from HF in data rows " << first
-                        << ".." << last << " (0-based, after the header); first row of the block: "
-                        << ::testing::PrintToString(rows[first]);
-        }
-      }
-      rows_seen += rows.size();
-      EXPECT_EQ(n_tokens, file.at("tokens").get<size_t>()) << source << " " << rel;
-      EXPECT_EQ(got.hash, file.at("hash").get<std::string>()) << source << " " << rel;
     }
     n_rows += rows_seen;
     std::printf("%s: %zu/%zu GLUE rows in blocks identical to HF\n", source.c_str(), identical_rows,
