@@ -13,9 +13,11 @@
 #include "core/step_timeline.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/communicator.h"
+#include "parallel/exchange_forecast.h"
 #include "parallel/factory_error_for_tests.h"
 #include "parallel/grad_reducer.h"
 #include "parallel/launcher.h"
+#include "parallel/link_probe.h"
 
 namespace cpuft {
 namespace {
@@ -431,6 +433,7 @@ TEST(GradReducer, LaunchesInPlanOrderAsSoonAsABucketIsComplete) {
   reducer.finish();
   EXPECT_EQ(comm.waits, 4);
   EXPECT_EQ(reducer.last_stats().buckets, 4);
+  EXPECT_EQ(reducer.last_stats().buckets_done_in_backward, 0) << "all waited for in finish()";
 }
 
 TEST(GradReducer, AveragesOverTheWorld) {
@@ -449,6 +452,7 @@ TEST(GradReducer, AveragesOverTheWorld) {
   EXPECT_GE(stats.overlap_ratio, 0.0);
   EXPECT_LE(stats.overlap_ratio, 1.0);
   EXPECT_LT(comm.waits, 4) << "buckets completed by test() need no wait()";
+  EXPECT_EQ(stats.buckets_done_in_backward, 4 - comm.waits);
   EXPECT_EQ(timeline.size(), 5u);  // 4 buckets + finish
 }
 
@@ -518,6 +522,19 @@ TEST(GradReducer, SparseRowsExchangeOnlyTheRowsSomeRankTouched) {
     int64_t dense_floats = 0;
     for (const Bucket& bucket : f.plan.buckets()) dense_floats += bucket.floats();
     EXPECT_EQ(reducer.last_stats().floats, dense_floats - 7 * 8 + 7 + 3 * 8);
+    // What a forecast reads: each bucket's bytes and all-reduces, ready in order within backward.
+    const auto exchange = reducer.last_exchange();
+    ASSERT_EQ(exchange.size(), 4u);
+    for (size_t b = 0; b < 3; ++b) {
+      EXPECT_EQ(exchange[b].bytes, f.plan.buckets()[b].floats() * 4) << b;
+      EXPECT_EQ(exchange[b].collectives, 1) << b;
+    }
+    EXPECT_EQ(exchange[3].bytes, (8 + 7 + 3 * 8) * 4) << "dense part, flags, touched rows";
+    EXPECT_EQ(exchange[3].collectives, 2) << "the rows wait for the flags";
+    for (size_t b = 0; b < 4; ++b) {
+      EXPECT_GE(exchange[b].ready_seconds, b == 0 ? 0.0 : exchange[b - 1].ready_seconds) << b;
+      EXPECT_LE(exchange[b].ready_seconds, reducer.last_backward_seconds()) << b;
+    }
   }
 }
 
@@ -555,6 +572,11 @@ TEST(GradReducer, Bf16ExchangeGoesThroughTheStagingCopy) {
     EXPECT_EQ(f.grads[i], to_float(round_to_bf16(share * 3.0f))) << i;
     EXPECT_NEAR(f.grads[i], before[i], std::abs(before[i]) / 128) << i;
   }
+  // bf16 halves the bytes of every value but the flags.
+  const auto exchange = reducer.last_exchange();
+  ASSERT_EQ(exchange.size(), 4u);
+  for (size_t b = 0; b < 3; ++b) EXPECT_EQ(exchange[b].bytes, f.plan.buckets()[b].floats() * 2);
+  EXPECT_EQ(exchange[3].bytes, 8 * 2 + 7 * 4 + 2 * 8 * 2);
 }
 
 TEST(GradReducer, SparseRowsNobodyTouchedSendNoRows) {
@@ -576,6 +598,83 @@ TEST(GradReducer, SparseRowsMustLieInTheLastBucket) {
   GradReducer reducer(comm, f.plan, f.grads.data(), static_cast<int64_t>(f.grads.size()));
   EXPECT_THROW(reducer.set_sparse_rows({f.plan.buckets()[0].begin, 2, 4}), Error);
   EXPECT_THROW(reducer.set_sparse_rows({8, 8, 8}), Error) << "past the bucket's end";
+}
+
+// ---- LinkProbe and ExchangeForecast ----
+
+// 1 ms for 4 KiB, 10 ms for 1 MB: 1e8 bytes/s, and never less than 1 ms.
+LinkProbe probe_1ms_100mb() {
+  LinkProbe probe;
+  probe.world_size = 2;
+  probe.small_bytes = 4096;
+  probe.small_seconds = 1e-3;
+  probe.large_bytes = 1'000'000;
+  probe.large_seconds = 10e-3;
+  return probe;
+}
+
+TEST(LinkProbe, CostIsTheLargeAllReducesRateWithTheSmallOneAsFloor) {
+  const LinkProbe probe = probe_1ms_100mb();
+  EXPECT_DOUBLE_EQ(probe.bytes_per_second(), 1e8);
+  EXPECT_DOUBLE_EQ(probe.seconds(1'000'000), 10e-3);
+  EXPECT_DOUBLE_EQ(probe.seconds(500'000), 5e-3);
+  EXPECT_DOUBLE_EQ(probe.seconds(3'000'000), 30e-3) << "past the large point";
+  EXPECT_DOUBLE_EQ(probe.seconds(4096), 1e-3) << "never below the small all-reduce";
+  EXPECT_DOUBLE_EQ(probe.seconds(0), 1e-3);
+  LinkProbe small_slower = probe;  // oneCCL on a busy host: 4 KiB slower than the large point
+  small_slower.small_seconds = 20e-3;
+  EXPECT_DOUBLE_EQ(small_slower.seconds(1'000'000), 20e-3);
+  EXPECT_DOUBLE_EQ(small_slower.seconds(4'000'000), 40e-3);
+  LinkProbe alone = probe;
+  alone.world_size = 1;
+  EXPECT_EQ(alone.bytes_per_second(), 0.0);
+  EXPECT_EQ(alone.seconds(1e9), 0.0);
+}
+
+TEST(LinkProbe, OneRankSendsNothing) {
+  SingleProcessCommunicator comm;
+  const LinkProbe probe = probe_link(comm, 1 << 20, false);
+  EXPECT_EQ(probe.world_size, 1);
+  EXPECT_EQ(probe.small_seconds, 0.0);
+  EXPECT_EQ(probe.large_seconds, 0.0);
+  EXPECT_THROW(probe_link(comm, 100, false), Error) << "the large all-reduce must be larger";
+}
+
+// Three buckets on the 1e8 bytes/s link (1 ms at least) under a backward of 1 s, computed by hand:
+// the first two end during backward, the third (two all-reduces: 1 ms more) is exposed.
+TEST(ExchangeForecast, BucketsOnTheProbedLink) {
+  const LinkProbe probe = probe_1ms_100mb();
+  const std::vector<GradReducer::BucketExchange> buckets = {
+      {0.0, 1'000'000, 1},  // 0 -> 0.010
+      {0.5, 2'000'000, 1},  // 0.5 -> 0.520
+      {1.0, 5'000'000, 2},  // 1.0 -> 1.0 + 0.050 + 0.001
+  };
+  const ExchangeForecast f = forecast_exchange(probe, buckets, 1.0, 2.0);
+  EXPECT_EQ(f.buckets, 3);
+  EXPECT_EQ(f.buckets_in_backward, 2);
+  EXPECT_DOUBLE_EQ(f.bytes, 8e6);
+  EXPECT_NEAR(f.comm_seconds, 0.010 + 0.020 + 0.051, 1e-12);
+  EXPECT_NEAR(f.exposed_seconds, 0.051, 1e-12);
+  EXPECT_NEAR(f.step_seconds(), 2.051, 1e-12);
+  EXPECT_NEAR(f.exposed_share(), 0.051 / 2.051, 1e-12);
+  EXPECT_NEAR(f.efficiency(), 2.0 / 2.051, 1e-12);
+}
+
+// A slow link: the buckets queue behind each other and most of the link time is exposed.
+TEST(ExchangeForecast, BucketsQueueOnASlowLink) {
+  LinkProbe probe = probe_1ms_100mb();
+  probe.large_seconds = 1.0;  // 1e6 bytes/s
+  const std::vector<GradReducer::BucketExchange> buckets = {{0.0, 1'000'000, 1},
+                                                            {0.1, 1'000'000, 1}};
+  const ExchangeForecast f = forecast_exchange(probe, buckets, 1.5, 2.0);
+  EXPECT_EQ(f.buckets_in_backward, 1);  // 0 -> 1.0, then 1.0 -> 2.0
+  EXPECT_NEAR(f.exposed_seconds, 0.5, 1e-12);
+  EXPECT_NEAR(f.efficiency(), 2.0 / 2.5, 1e-12);
+  // Nothing to send: nothing exposed, full speed.
+  const ExchangeForecast none = forecast_exchange(probe, {}, 1.5, 2.0);
+  EXPECT_EQ(none.exposed_seconds, 0.0);
+  EXPECT_EQ(none.efficiency(), 1.0);
+  EXPECT_THROW(forecast_exchange(probe, buckets, 1.5, -1.0), Error);
 }
 
 TEST(StepTimeline, WritesChromeTraceJson) {

@@ -18,7 +18,8 @@ GradReducer::GradReducer(Communicator& comm, const BucketPlan& plan, float* grad
       handles_(static_cast<size_t>(plan.num_buckets())),
       done_(static_cast<size_t>(plan.num_buckets())),
       launched_at_(static_cast<size_t>(plan.num_buckets())),
-      done_at_(static_cast<size_t>(plan.num_buckets())) {
+      done_at_(static_cast<size_t>(plan.num_buckets())),
+      exchange_(static_cast<size_t>(plan.num_buckets())) {
   CPUFT_CHECK(grads != nullptr, "null gradient buffer");
   for (const Bucket& bucket : plan.buckets())
     CPUFT_CHECK(bucket.end <= grads_floats, "bucket [", bucket.begin, ", ", bucket.end,
@@ -67,6 +68,7 @@ void GradReducer::begin_step(int64_t step) {
               " has buckets in flight; call finish() first");
   step_ = step;
   in_step_ = true;
+  began_at_ = Clock::now();
   next_launch_ = 0;
   first_open_ = 0;
   for (size_t b = 0; b < pending_layers_.size(); ++b) {
@@ -145,6 +147,7 @@ void GradReducer::finish() {
                 " reported their gradients");
   }
   const Clock::time_point finish_start = Clock::now();
+  const auto done_in_backward = static_cast<int>(std::count(done_.begin(), done_.end(), 1));
   for (int b = first_open_; b < next_launch_; ++b) {
     if (done_[static_cast<size_t>(b)]) continue;
     if (b == sparse_bucket_)
@@ -163,9 +166,13 @@ void GradReducer::finish() {
   stats.buckets = plan_.num_buckets();
   double comm = 0, hidden = 0;
   Clock::time_point covered = Clock::time_point::min();
+  const int64_t value_bytes = bf16_ ? 2 : 4;
   for (size_t b = 0; b < done_.size(); ++b) {
-    stats.floats +=
-        static_cast<int>(b) == sparse_bucket_ ? sparse_floats_ : plan_.buckets()[b].floats();
+    const bool sparse = static_cast<int>(b) == sparse_bucket_;
+    stats.floats += sparse ? sparse_floats_ : plan_.buckets()[b].floats();
+    exchange_[b] = {seconds(launched_at_[b] - began_at_),
+                    sparse ? sparse_bytes_ : plan_.buckets()[b].floats() * value_bytes,
+                    sparse ? 2 : 1};
     const Clock::time_point start = std::max(launched_at_[b], covered);
     const Clock::time_point end = done_at_[b];
     if (end <= start) continue;
@@ -179,7 +186,9 @@ void GradReducer::finish() {
     stats.overlap_ratio = comm > 0 ? hidden / comm : 0;
   }
   stats.exposed_seconds = seconds(finish_end - finish_start);
+  stats.buckets_done_in_backward = comm_.world_size() > 1 ? done_in_backward : 0;
   stats_ = stats;
+  last_backward_seconds_ = seconds(finish_start - began_at_);
   if (timeline_ != nullptr) {
     for (size_t b = 0; b < done_.size(); ++b)
       timeline_->add("allreduce", "comm", timeline_->micros(launched_at_[b]),
@@ -222,6 +231,7 @@ void GradReducer::sparse_launch(int bucket) {
   }
   flags_handle_ = comm_.all_reduce_sum_async(flags, sparse_.rows, context);
   sparse_floats_ = range.floats() - sparse_.rows * width + sparse_.rows;
+  sparse_bytes_ = (range.floats() - sparse_.rows * width) * (bf16_ ? 2 : 4) + sparse_.rows * 4;
   sparse_phase_ = SparsePhase::flags;
 }
 
@@ -265,6 +275,7 @@ void GradReducer::sparse_pack_and_launch() {
     if (r != k) std::memcpy(rows + k * width, rows + r * width, sizeof(float) * width);
   }
   sparse_floats_ += count * width;
+  sparse_bytes_ += count * width * (bf16_ ? 2 : 4);
   if (count == 0) {
     sparse_phase_ = SparsePhase::done;
     return;

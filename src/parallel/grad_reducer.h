@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/step_timeline.h"
@@ -41,6 +42,7 @@ struct ReduceStats {
   double hidden_seconds = 0;   // part of comm_seconds before finish() was called
   double exposed_seconds = 0;  // time spent in finish() (waiting + averaging)
   double overlap_ratio = 0;    // hidden / comm (0 when there was no communication)
+  int buckets_done_in_backward = 0;  // observed complete before finish() was called
 };
 
 class GradReducer {
@@ -85,6 +87,17 @@ class GradReducer {
   bool bf16_exchange() const { return bf16_; }
 
   const ReduceStats& last_stats() const { return stats_; }
+  // What each bucket of the last finished step exchanged and when it could start: the input of an
+  // exchange forecast (scaling/exchange_forecast.h) on a probed link (parallel/link_probe.h).
+  struct BucketExchange {
+    double ready_seconds = 0;  // launch time, since the step's last backward began (begin_step)
+    int64_t bytes = 0;         // sent by this rank's all-reduces of the bucket (values x 2 or 4)
+    int collectives = 1;       // all-reduces in sequence: 2 for the sparse rows (flags, then rows)
+  };
+  std::span<const BucketExchange> last_exchange() const { return exchange_; }
+  // From begin_step() to finish(): the last micro-batch's backward, the time the exchange can hide
+  // under.
+  double last_backward_seconds() const { return last_backward_seconds_; }
   // Events per bucket ("allreduce", tid 1) and finish() ("exposed_comm", tid 0); nullptr: none.
   void set_timeline(StepTimeline* timeline) { timeline_ = timeline; }
   const BucketPlan& plan() const { return plan_; }
@@ -115,6 +128,9 @@ class GradReducer {
   std::vector<Communicator::Handle> handles_;
   std::vector<uint8_t> done_;
   std::vector<Clock::time_point> launched_at_, done_at_;
+  Clock::time_point began_at_{};          // begin_step(): the last micro-batch's backward begins
+  std::vector<BucketExchange> exchange_;  // per bucket, filled by finish() (sized once)
+  double last_backward_seconds_ = 0;
   int next_launch_ = 0;  // buckets [0, next_launch_) are launched
   int first_open_ = 0;   // buckets before it are complete
   bool in_step_ = false;
@@ -135,6 +151,7 @@ class GradReducer {
   int dense_count_ = 0;
   bool dense_done_[2] = {false, false};
   int64_t sparse_floats_ = 0;  // floats the sparse bucket all-reduced this step
+  int64_t sparse_bytes_ = 0;   // the bytes of those (the flags are fp32 under bf16 exchange too)
   ReduceStats stats_;
   StepTimeline* timeline_ = nullptr;
 };

@@ -45,28 +45,6 @@ double ring_allreduce_seconds(double bytes, int hosts, const LinkModel& link) {
   return 2 * (n - 1) / n * bytes / link.bytes_per_second + 2 * (n - 1) * link.latency_seconds;
 }
 
-OverlapResult simulate_overlap(double backward_seconds, const std::vector<BucketTask>& buckets) {
-  CPUFT_REQUIRE(backward_seconds >= 0, "negative backward time");
-  OverlapResult r;
-  r.backward_seconds = backward_seconds;
-  double link_free = 0;  // events: bucket ready, link free; one link, buckets in plan order
-  for (const BucketTask& b : buckets) {
-    CPUFT_REQUIRE(b.ready_seconds >= 0 && b.comm_seconds >= 0, "negative bucket time");
-    const double start = std::max(b.ready_seconds, link_free);
-    link_free = start + b.comm_seconds;
-    r.start_seconds.push_back(start);
-    r.end_seconds.push_back(link_free);
-    r.comm_seconds += b.comm_seconds;
-  }
-  r.comm_end_seconds = link_free;
-  r.exposed_seconds = std::max(0.0, r.comm_end_seconds - backward_seconds);
-  // Every bucket is ready by the end of backward, so after it the link is busy without gaps: the
-  // exposed time is link time, and the rest of the link time ran under backward.
-  r.hidden_seconds = std::max(0.0, r.comm_seconds - r.exposed_seconds);
-  r.overlap_ratio = r.comm_seconds > 0 ? r.hidden_seconds / r.comm_seconds : 0;
-  return r;
-}
-
 std::vector<double> bucket_ready_seconds(const ComputeProfile& profile, const BucketPlan& plan) {
   CPUFT_CHECK(profile.layers.size() == profile.layer_ready_seconds.size());
   std::vector<double> ready;
@@ -166,7 +144,8 @@ void add_bench_flags(CLI::App& app, BenchOptions& o) {
                  "Word-table rows one host touches per step: model the table's sparse exchange "
                  "(0: the whole table)")
       ->capture_default_str();
-  app.add_option("--bucket_cap_mb", o.bucket_cap_mb, "Gradient bucket cap (as cpuft train)")
+  app.add_option("--bucket_cap_mb", o.bucket_cap_mb,
+                 "Gradient bucket cap in MB, as cpuft train (0: one encoder layer per bucket)")
       ->capture_default_str();
   app.add_option("--allreduce_reps", o.allreduce_reps, "All-reduce repetitions (2 ranks only)")
       ->capture_default_str();
@@ -185,10 +164,6 @@ std::string load_average() {
 }
 
 // The trainer's buckets: layers in backward order, cut at cap_mb.
-BucketPlan make_plan(const ParamLayout& layout, double cap_mb) {
-  return BucketPlan(backward_layer_ranges(layout), static_cast<int64_t>(cap_mb * 1024 * 1024));
-}
-
 // When each layer's gradients became final during backward: the step's listener and observer
 // (storage reserved up front, so the step stays allocation-free).
 class ReadyClock final : public GradListener, public StepObserver {
@@ -329,7 +304,7 @@ int run_bench(const BenchOptions& o) {
   ModelConfig config = load_model_config(o.config_path);
   config.num_labels = 2;
   const ParamLayout layout(config);
-  const BucketPlan plan = make_plan(layout, o.bucket_cap_mb);
+  const BucketPlan plan = make_bucket_plan(layout, o.bucket_cap_mb);
 
   std::vector<LinkModel> links;
   for (double gbit : o.link_gbit) links.push_back(link_from_gbit(gbit, o.latency_us * 1e-6));
@@ -390,8 +365,9 @@ int run_bench(const BenchOptions& o) {
                 (profile.backward_seconds - t) * 1e3);
     previous = t;
   }
-  std::printf("\nbuckets (cap %.0f MB, launch order) and the backward time left to hide each:\n",
-              o.bucket_cap_mb);
+  std::printf(
+      "\nbuckets (%s, launch order) and the backward time left to hide each:\n",
+      o.bucket_cap_mb > 0 ? str("cap ", o.bucket_cap_mb, " MB").c_str() : "one encoder layer each");
   std::printf("%7s %10s %10s %14s  layers\n", "bucket", "MB", "ready_ms", "remaining_ms");
   for (size_t b = 0; b < plan.buckets().size(); ++b) {
     const Bucket& bucket = plan.buckets()[b];

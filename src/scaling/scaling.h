@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "parallel/bucket_plan.h"
+#include "parallel/exchange_forecast.h"  // simulate_overlap
 
 namespace CLI {
 class App;
@@ -61,27 +62,6 @@ LinkModel link_from_gbit(double gbit_per_second, double latency_seconds);
 
 // Ring all-reduce of `bytes` over `hosts` ranks (assumption 2); 0 when hosts == 1.
 double ring_allreduce_seconds(double bytes, int hosts, const LinkModel& link);
-
-// One bucket of the simulation: when it may start (seconds since the start of backward) and how
-// long it occupies the link.
-struct BucketTask {
-  double ready_seconds = 0;
-  double comm_seconds = 0;
-};
-
-struct OverlapResult {
-  double backward_seconds = 0;  // when backward ends
-  double comm_end_seconds = 0;  // when the last bucket ends (0 without buckets)
-  double comm_seconds = 0;      // sum of the buckets' link times
-  double exposed_seconds = 0;   // max(0, comm_end - backward): what the step waits for
-  double hidden_seconds = 0;    // comm_seconds - exposed_seconds
-  double overlap_ratio = 0;     // hidden / comm (0 when there is no communication)
-  std::vector<double> start_seconds, end_seconds;  // per bucket
-};
-
-// The discrete-event simulation of assumption 3: buckets in order, each starts at
-// max(its ready time, end of the previous bucket). Throws cpuft::Error on a negative time.
-OverlapResult simulate_overlap(double backward_seconds, const std::vector<BucketTask>& buckets);
 
 // For each bucket of the plan, the ready time of its last layer (the profile must list every
 // layer of the plan; cpuft::Error otherwise).
@@ -131,7 +111,7 @@ struct BenchOptions {
   std::vector<double> link_gbit = {25};
   std::vector<int> hosts = {1, 2, 4, 8, 16};
   double latency_us = 30;
-  double bucket_cap_mb = 25;
+  double bucket_cap_mb = 0;  // 0: one encoder layer per bucket (make_bucket_plan)
   int allreduce_reps = 3;
   bool bf16 = false;                       // bf16 encoder products, as cpuft train --bf16
   std::string exchange_dtype = "float32";  // --gradient_exchange_dtype

@@ -1,5 +1,7 @@
 #include "step/train_step.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "core/profile.h"
 
@@ -133,6 +135,23 @@ std::vector<LayerRange> backward_layer_ranges(const ParamLayout& layout) {
     ranges.push_back(LayerRange{layer, begin, end});
   }
   return ranges;
+}
+
+BucketPlan make_bucket_plan(const ParamLayout& layout, double cap_mb) {
+  CPUFT_REQUIRE(cap_mb >= 0, "bucket cap ", cap_mb, " MB (want > 0, or 0: one layer per bucket)");
+  std::vector<LayerRange> ranges = backward_layer_ranges(layout);
+  int64_t cap = static_cast<int64_t>(cap_mb * 1024 * 1024);
+  if (cap_mb == 0) {
+    cap = kDefaultBucketCapBytes;
+    for (const LayerRange& r : ranges)
+      if (r.layer >= 0 && r.layer < static_cast<int>(layout.layer_count()))
+        cap = std::min(cap, (r.end - r.begin) * static_cast<int64_t>(sizeof(float)));
+  }
+  cap = std::max<int64_t>(cap, 1);
+  // A tiny model's layers are below DDP's 1 MB first cap: the first bucket closes at the same cap.
+  const int64_t first_cap =
+      cap_mb == 0 ? std::min(cap, kDefaultFirstBucketCapBytes) : kDefaultFirstBucketCapBytes;
+  return BucketPlan(std::move(ranges), cap, first_cap);
 }
 
 GradReducer::SparseRows word_embedding_rows(const ParamLayout& layout) {

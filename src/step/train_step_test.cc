@@ -349,6 +349,24 @@ TEST(TrainStep, ModernBertAllocatesNothingOfItsOwnOnceWarm) {
   check_allocates_nothing(kTinyModernBertDropoutConfig);
 }
 
+// The default plan (cap 0) gives each encoder layer its own bucket: the first bucket (DDP's 1 MB
+// cap) takes classifier, pooler and the last layer; then one bucket per layer; the embeddings last.
+// A cap as large as the model gives DDP's plan: one small first bucket, then everything else.
+TEST(TrainStep, DefaultBucketPlanHasOneEncoderLayerPerBucket) {
+  Replica r(StepOptions{});
+  const int layers = static_cast<int>(r.layout.layer_count());
+  ASSERT_GE(layers, 2);
+  const BucketPlan plan = make_bucket_plan(r.layout, 0);
+  ASSERT_EQ(plan.num_buckets(), layers + 1);
+  EXPECT_EQ(plan.buckets().front().layers, (std::vector<int>{layers + 1, layers, layers - 1}));
+  for (int b = 1; b < layers; ++b)
+    EXPECT_EQ(plan.buckets()[static_cast<size_t>(b)].layers, std::vector<int>{layers - 1 - b}) << b;
+  EXPECT_EQ(plan.buckets().back().layers, std::vector<int>{kEmbeddingsLayer});
+  const BucketPlan whole = make_bucket_plan(r.layout, 1024);
+  EXPECT_LT(whole.num_buckets(), plan.num_buckets());
+  EXPECT_THROW(make_bucket_plan(r.layout, -1), Error);
+}
+
 // The sparse exchange of the word table finds each family's table (BERT's word_embeddings,
 // ModernBERT's tok_embeddings).
 TEST(TrainStep, WordEmbeddingRowsAreTheFamilysWordTable) {

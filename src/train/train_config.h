@@ -83,7 +83,9 @@ struct TrainConfig {
 
   // Distribution (cpuft additions, and TrainingArguments' ddp_* mapped onto them)
   std::string dist_backend = "auto";  // auto | mpi | ccl | single
-  double bucket_cap_mb = 25;          // gradient bucket size, as DDP's bucket_cap_mb
+  // Gradient bucket size, as DDP's bucket_cap_mb; 0: one encoder layer per bucket, at most 25 MB
+  // (make_bucket_plan).
+  double bucket_cap_mb = 0;
   // The dtype the gradients travel in between ranks: float32, or bfloat16 as PyTorch DDP's
   // bf16_compress_hook (GradReducer::set_bf16_exchange).
   std::string gradient_exchange_dtype = "float32";

@@ -26,6 +26,7 @@
 #include "train/best_model.h"
 #include "train/checkpoint.h"
 #include "train/evaluation.h"
+#include "train/exchange_report.h"
 #include "train/hf_arguments.h"
 #include "train/model_card.h"
 #include "train/output_lock.h"
@@ -275,8 +276,7 @@ void Trainer::prepare() {
   check_ranks_agree(*s.dist.comm, facts);
   s.dist.comm->broadcast(s.params.data(), s.layout->total_floats() * sizeof(float), 0);
   if (s.dist.world_size() > 1) {
-    s.buckets = std::make_unique<BucketPlan>(backward_layer_ranges(*s.layout),
-                                             static_cast<int64_t>(c.bucket_cap_mb * 1024 * 1024));
+    s.buckets = std::make_unique<BucketPlan>(make_bucket_plan(*s.layout, c.bucket_cap_mb));
     s.reducer = std::make_unique<GradReducer>(*s.dist.comm, *s.buckets, s.grads.data(),
                                               s.layout->total_floats());
     if (!c.timeline_dir.empty()) s.reducer->set_timeline(&s.timeline);
@@ -287,6 +287,7 @@ void Trainer::prepare() {
     s.reducer->set_bf16_exchange(c.gradient_exchange_dtype == "bfloat16");
   }
   for (const std::string& line : describe_ranks(s.dist)) s.info(line);
+  probe_link_at_start(s);  // says what the gradient exchange costs before it costs it
 
   // 4. The model, sized for the largest batch any split can produce: never more sequences than a
   //    rank's share of the data, whatever the batch flags say; checked against the memory left.

@@ -23,6 +23,7 @@
 #include "model/sequence_classifier.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/grad_reducer.h"
+#include "parallel/link_probe.h"
 #include "train/best_model.h"
 #include "train/distributed.h"
 #include "train/encoded_dataset.h"
@@ -62,6 +63,7 @@ struct Trainer::State {
   DistContext dist;
   std::unique_ptr<BucketPlan> buckets;
   std::unique_ptr<GradReducer> reducer;
+  LinkProbe link;  // measured at start with a reducer (train/exchange_report.h)
   StepTimeline timeline;
   std::unique_ptr<TensorBoardWriter> tensorboard;  // rank 0 with --report_to tensorboard|all
 
@@ -83,6 +85,14 @@ struct Trainer::State {
   void warn(const std::string& line) const {
     if (is_writer() && cfg.log_level != "error" && cfg.log_level != "critical")
       std::printf("%s\n", line.c_str());
+  }
+
+  // The mean of a per-rank value over all ranks (the value itself on one process). Collective.
+  double mean_over_ranks(double value) const {
+    if (dist.world_size() == 1) return value;
+    float total = static_cast<float>(value);
+    dist.comm->wait(dist.comm->all_reduce_sum_async(&total, 1));
+    return static_cast<double>(total) / dist.world_size();
   }
 
   // One entry of log_history (trainer_state.json), log.jsonl and, with --report_to tensorboard,

@@ -17,6 +17,7 @@
 #include "step/train_step.h"
 #include "train/checkpoint.h"
 #include "train/evaluation.h"
+#include "train/exchange_report.h"
 #include "train/outputs.h"
 #include "train/progress.h"
 #include "train/stop_signals.h"
@@ -28,14 +29,6 @@ using nlohmann::json;
 namespace cpuft {
 
 namespace {
-
-// The mean of a per-rank value over all ranks (the value itself on one process).
-double mean_over_ranks(Trainer::State& s, double value) {
-  if (s.dist.world_size() == 1) return value;
-  float total = static_cast<float>(value);
-  s.dist.comm->wait(s.dist.comm->all_reduce_sum_async(&total, 1));
-  return static_cast<double>(total) / s.dist.world_size();
-}
 
 // Batches a rank runs in one epoch (encoded_dataset.h), at least one.
 int64_t checked_batches_per_epoch(const Trainer::State& s) {
@@ -156,26 +149,11 @@ const char* signal_name(int signal) {
   return "a signal";
 }
 
-// Above this share of a step spent waiting for the gradient exchange, the run says so once.
-constexpr double kExposedWarning = 0.2;
-
-// One warning line: how much of a step the exchange costs, and what would lower it.
-void warn_exposed_communication(Trainer::State& s, double exposed) {
-  const TrainConfig& c = s.cfg;
-  s.warn(str("warning: ", round_to(100 * exposed, 1),
-             "% of each step waits for the gradient all-reduce after backward (",
-             s.dist.world_size(), " ranks, ", c.per_device_train_batch_size,
-             " sequences per rank per micro-batch, ", c.gradient_accumulation_steps,
-             " micro-batches per exchange): more work per exchange hides it (a larger "
-             "--per_device_train_batch_size or --gradient_accumulation_steps), or fewer ranks with "
-             "more threads each on a host; docs/distributed.md"));
-}
-
 // One line at the end of training: the work padding would have cost. run_glue.py pads every
 // sequence to --max_seq_length unless --pad_to_max_length False; cpuft computes real tokens only.
 void report_padding_avoided(Trainer::State& s, int64_t local_tokens, int64_t local_sequences) {
-  const double tokens = mean_over_ranks(s, static_cast<double>(local_tokens));
-  const double sequences = mean_over_ranks(s, static_cast<double>(local_sequences));
+  const double tokens = s.mean_over_ranks(static_cast<double>(local_tokens));
+  const double sequences = s.mean_over_ranks(static_cast<double>(local_sequences));
   const double padded = sequences * static_cast<double>(s.cfg.max_seq_length);
   if (padded <= 0) return;
   const int world = s.dist.world_size();
@@ -248,7 +226,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   // The wait for the gradient all-reduce after backward, and the steps' time, since the last log
   // line: the exposed communication (what overlap with backward did not hide).
   double reduce_wait_since_log = 0, step_seconds_since_log = 0;
-  bool warned_exposed = false;
+  ExchangeReport exchange_report(s.max_steps - s.global_step);
   double last_grad_norm = 0;
   const uint64_t data_seed = c.data_seed >= 0 ? static_cast<uint64_t>(c.data_seed) : c.seed;
   bool done = s.global_step >= s.max_steps;
@@ -299,6 +277,7 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       last_grad_norm = step.grad_norm;
       ++s.global_step;
       if (s.global_step == first_step + 1) report_start_up(s);
+      exchange_report.after_step(s, s.global_step - first_step, step);
       loss_since_log += step.loss;
       train_loss_sum += step.loss;
       ++steps_since_log;
@@ -314,13 +293,13 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       if (log_due && steps_since_log > 0) {
         // The logged loss is the mean over ranks: one small all-reduce per log line, not per step
         // (every rank takes the same logging decisions).
-        loss_since_log = mean_over_ranks(s, loss_since_log);
+        loss_since_log = s.mean_over_ranks(loss_since_log);
         // Speed since the last log line, all ranks: real tokens (no padding) and sequences.
         const double seconds = log_watch.seconds();
         const double tokens_per_second =
-            mean_over_ranks(s, static_cast<double>(tokens_since_log)) * world / seconds;
+            s.mean_over_ranks(static_cast<double>(tokens_since_log)) * world / seconds;
         const double samples_per_second =
-            mean_over_ranks(s, static_cast<double>(samples_since_log)) * world / seconds;
+            s.mean_over_ranks(static_cast<double>(samples_since_log)) * world / seconds;
         json entry = {{"loss", round_to(loss_since_log / static_cast<double>(steps_since_log), 4)},
                       {"grad_norm", last_grad_norm},
                       {"learning_rate", schedule.lr(s.global_step)},
@@ -332,12 +311,9 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
           entry["overlap_ratio"] = round_to(overlap_sum / static_cast<double>(steps_since_log), 3);
           // The mean over the ranks, so that every rank decides alike.
           const double exposed =
-              mean_over_ranks(s, reduce_wait_since_log / std::max(step_seconds_since_log, 1e-12));
+              s.mean_over_ranks(reduce_wait_since_log / std::max(step_seconds_since_log, 1e-12));
           entry["exposed_communication"] = round_to(exposed, 3);
-          if (exposed > kExposedWarning && !warned_exposed) {
-            warn_exposed_communication(s, exposed);
-            warned_exposed = true;
-          }
+          exchange_report.measured(s, exposed);
         }
         s.log(entry);
         if (!tty)
@@ -380,8 +356,9 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   }
   progress.finish();
   report_padding_avoided(s, local_tokens, local_sequences);
+  exchange_report.at_end(s);
   load_best_model(s);
-  train_loss_sum = mean_over_ranks(s, train_loss_sum);
+  train_loss_sum = s.mean_over_ranks(train_loss_sum);
   const double runtime = run_watch.seconds();
   const int64_t trained_steps = s.global_step - resume.global_step;
   json train_results = {

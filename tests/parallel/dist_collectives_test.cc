@@ -1,8 +1,10 @@
 // Collectives of a communicator (MPI or oneCCL), run under mpirun or a torchrun-style launcher with
 // any number of ranks (ctest -L dist):
 // all-reduce on odd sizes (several in flight at once, completed by test() and by wait()),
-// broadcast from the last rank, all_gather_string of strings of different lengths, barrier.
+// broadcast from the last rank, all_gather_string of strings of different lengths, barrier, and
+// the link probe a run starts with (fp32 and bf16).
 // Exits non-zero on the first mismatch, printing the rank and the case.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -11,6 +13,7 @@
 #include "core/check.h"
 #include "parallel/communicator.h"
 #include "parallel/launcher.h"
+#include "parallel/link_probe.h"
 
 namespace {
 
@@ -83,6 +86,24 @@ void check_all_reduce_bf16(cpuft::Communicator& comm) {
   }
 }
 
+// The link probe a run starts with, collectively on every backend and dtype: both points timed,
+// the sizes asked for. (Which point is slower depends on the backend and the load: oneCCL's small
+// all-reduce can take longer than its 4 MB one.)
+void check_link_probe(cpuft::Communicator& comm) {
+  for (bool bf16 : {false, true}) {
+    const cpuft::LinkProbe probe = cpuft::probe_link(comm, 1 << 20, bf16);
+    EXPECT_OR_DIE(probe.world_size == comm.world_size(), "probe of ", probe.world_size, " ranks");
+    EXPECT_OR_DIE(probe.large_bytes == (int64_t{1} << 20) * (bf16 ? 2 : 4), "large probe of ",
+                  probe.large_bytes, " bytes");
+    EXPECT_OR_DIE(probe.small_seconds > 0 && probe.large_seconds > 0, bf16 ? "bf16" : "fp32",
+                  " probe: ", probe.small_seconds, " s, ", probe.large_seconds, " s");
+    const double at_large = probe.seconds(static_cast<double>(probe.large_bytes));
+    EXPECT_OR_DIE(std::abs(at_large - probe.large_seconds) <= 1e-12 * probe.large_seconds ||
+                      probe.small_seconds > probe.large_seconds,
+                  "the large point is not on the cost curve");
+  }
+}
+
 void check_broadcast(cpuft::Communicator& comm) {
   const int root = comm.world_size() - 1;
   std::vector<unsigned char> bytes(100003);
@@ -121,6 +142,7 @@ int main(int argc, char** argv) {
     check_all_reduce(*comm);
     check_all_reduce_bf16(*comm);
     check_broadcast(*comm);
+    check_link_probe(*comm);
     check_all_gather_string(*comm);
     comm->barrier();
     std::printf("rank %d of %d (%s): collectives OK\n", comm->rank(), comm->world_size(),
