@@ -159,6 +159,32 @@ void check_ranks_agree(Communicator& comm,
   }
 }
 
+void agree_on_failure(Communicator& comm, const std::string& failure) {
+  if (comm.world_size() == 1) {
+    if (!failure.empty()) throw AgreedError(failure);
+    return;
+  }
+  // A failed rank's line is never empty: "failed: <what>" ("" means no failure).
+  const std::vector<std::string> all =
+      comm.all_gather_string(failure.empty() ? "" : "failed: " + failure);
+  int first = -1, failed = 0;
+  bool alike = true;
+  for (int r = 0; r < comm.world_size(); ++r) {
+    if (all[r].empty()) {
+      alike = false;
+      continue;
+    }
+    if (first < 0) first = r;
+    alike = alike && all[r] == all[first];
+    ++failed;
+  }
+  if (first < 0) return;
+  const std::string what = all[first].substr(8);
+  if (alike) throw AgreedError(what);
+  throw AgreedError(str("rank ", first, ": ", what,
+                        failed > 1 ? str(" (and ", failed - 1, " more ranks failed)") : ""));
+}
+
 std::vector<float> gather_strided_rows(Communicator& comm, const std::vector<float>& local,
                                        int64_t rows_total, int64_t K) {
   if (comm.world_size() == 1) return local;

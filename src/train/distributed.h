@@ -39,6 +39,14 @@ std::vector<std::string> describe_ranks(DistContext& dist);
 void check_ranks_agree(Communicator& comm,
                        const std::vector<std::pair<std::string, std::string>>& facts);
 
+// After a part of the set-up that holds no collective (reading and checking the inputs): every
+// rank passes its error ("" when it had none). If any rank failed, every rank throws the same
+// AgreedError: the error itself when every rank failed alike (a missing file on a shared disk),
+// else the lowest failing rank's error, naming that rank and how many others failed. The job then
+// ends with one line (rank 0 prints AgreedErrors) and no MPI_Abort banner. On one process: throws
+// AgreedError(failure) when failure is not empty. Collective.
+void agree_on_failure(Communicator& comm, const std::string& failure);
+
 // FNV-1a 64 of a byte range, as a hex string: a cheap fingerprint for check_ranks_agree.
 std::string fingerprint(const void* data, size_t bytes);
 

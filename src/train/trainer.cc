@@ -129,31 +129,9 @@ void check_memory(const Trainer::State& s, double need, const std::string& what)
                 ", but ", format_bytes(static_cast<double>(available)), " of memory are available");
 }
 
-}  // namespace
-
-Trainer::Trainer(const TrainConfig& config) : s_(std::make_unique<State>(config)) {
-  validate_train_config(s_->cfg);
-  s_->dist = start_distributed(s_->cfg.dist_backend, s_->cfg.dist_timeout);
-  s_->timeline = StepTimeline(s_->dist.rank());
-  // --local_rank $PMI_RANK (the reference scripts' habit) is the launcher's global rank on one
-  // host, its local rank on several: either agrees with the launcher; anything else does not.
-  const LaunchInfo& launch = s_->dist.launch;
-  const int given = s_->cfg.local_rank;
-  if (given >= 0 && given != launch.local_rank && given != launch.rank)
-    throw UsageError(str("--local_rank ", given, " contradicts the launcher (", launch.describe(),
-                         "); drop the flag: cpuft reads the launcher itself"));
-}
-
-void Trainer::abort_peers(int exit_code) {
-  if (s_->dist.comm && s_->dist.world_size() > 1) s_->dist.comm->abort(exit_code);
-}
-
-bool Trainer::prints_agreed_errors() const {
-  return s_->dist.rank() == 0;
-}
-
-void Trainer::prepare() {
-  State& s = *s_;
+// Steps 1-2 of prepare(): every input read and checked, the weights loaded, the data tokenized.
+// No collective: prepare() agrees on its outcome across the ranks (agree_on_failure).
+void read_and_check_inputs(Trainer::State& s) {
   const TrainConfig& c = s.cfg;
   enable_flush_denormals_all_threads();
 
@@ -250,6 +228,44 @@ void Trainer::prepare() {
     for (const auto& [suffix, data] : s.eval)
       CPUFT_REQUIRE(data.has_labels, "evaluation data", suffix, " has no labels");
   s.data_ready_at = s.since_start.seconds();
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config) : s_(std::make_unique<State>(config)) {
+  validate_train_config(s_->cfg);
+  s_->dist = start_distributed(s_->cfg.dist_backend, s_->cfg.dist_timeout);
+  s_->timeline = StepTimeline(s_->dist.rank());
+  // --local_rank $PMI_RANK (the reference scripts' habit) is the launcher's global rank on one
+  // host, its local rank on several: either agrees with the launcher; anything else does not.
+  const LaunchInfo& launch = s_->dist.launch;
+  const int given = s_->cfg.local_rank;
+  if (given >= 0 && given != launch.local_rank && given != launch.rank)
+    throw UsageError(str("--local_rank ", given, " contradicts the launcher (", launch.describe(),
+                         "); drop the flag: cpuft reads the launcher itself"));
+}
+
+void Trainer::abort_peers(int exit_code) {
+  if (s_->dist.comm && s_->dist.world_size() > 1) s_->dist.comm->abort(exit_code);
+}
+
+bool Trainer::prints_agreed_errors() const {
+  return s_->dist.rank() == 0;
+}
+
+void Trainer::prepare() {
+  State& s = *s_;
+  const TrainConfig& c = s.cfg;
+  // 1-2. An error while reading the inputs stops every rank with one line and no MPI_Abort: the
+  //      ranks first agree on the outcome (a missing file on a shared disk fails on all of them).
+  std::string failure;
+  try {
+    read_and_check_inputs(s);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  agree_on_failure(*s.dist.comm, failure);
+  const double parameters = static_cast<double>(s.layout->total_floats());
 
   // 3. Every rank must run the same job: same parameter table, config, data and program; then all
   //    start from rank 0's weights (the new classifier head is random).

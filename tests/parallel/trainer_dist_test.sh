@@ -223,6 +223,31 @@ disagree="^error: ranks disagree: rank 0 has --learning_rate=0.001 but rank 1 ha
   ! grep -q MPI_ABORT "$work/mpmd.log" && [ ! -e "$work/mpmd/.cpuft.lock" ] && pass ||
   fail "ranks with different arguments: exit $status: $(grep -v '^-*$' "$work/mpmd.log" | tail -8 | tr '\n' '|')"
 
+# 3c. Bad input found while the ranks read their inputs: they agree on the outcome first
+#     (agree_on_failure), so the job ends with one error line and no MPI_Abort, whether every rank
+#     failed alike (a non-empty output folder) or one rank alone (rank 1's data file is missing:
+#     the line names the rank). Nothing is created.
+mkdir -p "$work/full" && touch "$work/full/keep"
+"${mpi[@]}" -np 2 "$cpuft" train "${flags[@]}" --per_device_train_batch_size 8 \
+  --output_dir "$work/full" >"$work/full.log" 2>&1
+status=$?
+[ "$status" = 1 ] && [ "$(grep -c "error:" "$work/full.log")" = 1 ] &&
+  grep -q "^error: output directory $work/full already exists and is not empty" "$work/full.log" &&
+  ! grep -q MPI_ABORT "$work/full.log" && [ "$(ls -A "$work/full")" = keep ] && pass ||
+  fail "non-empty output folder on 2 ranks: exit $status: $(grep -v '^-*$' "$work/full.log" | tail -6 | tr '\n' '|')"
+printf '%s\n' '#!/usr/bin/env bash' \
+  'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$@" --validation_file /nonexistent/dev.tsv; fi' \
+  "exec \"\$@\" --validation_file $work/data.tsv" >"$work/rank1_data.sh"
+chmod +x "$work/rank1_data.sh"
+"${mpi[@]}" -np 2 "$work/rank1_data.sh" "$cpuft" train --model_name_or_path "$work/model" \
+  --train_file "$work/data.tsv" --do_train --do_eval --max_seq_length 16 --max_steps 2 \
+  --save_strategy no --output_dir "$work/rank1_data" >"$work/rank1_data.log" 2>&1
+status=$?
+[ "$status" = 1 ] && [ "$(grep -c "error:" "$work/rank1_data.log")" = 1 ] &&
+  grep -q "^error: rank 1: /nonexistent/dev.tsv: " "$work/rank1_data.log" &&
+  ! grep -q MPI_ABORT "$work/rank1_data.log" && [ ! -e "$work/rank1_data" ] && pass ||
+  fail "rank 1's data missing: exit $status: $(grep -v '^-*$' "$work/rank1_data.log" | tail -6 | tr '\n' '|')"
+
 # 4. Slurm: srun --mpi=pmix starts the ranks; weights identical to mpirun's.
 "$(dirname "$0")/slurm_one_node.sh" srun -n 2 --mpi=pmix "$cpuft" train "${flags[@]}" \
   --per_device_train_batch_size 8 --output_dir "$work/slurm" >"$work/slurm.log" 2>&1
