@@ -17,8 +17,8 @@
 #include <random>
 #include <vector>
 
-#include "fma_peak.h"
 #include "gemm/matmul_plan.h"
+#include "kernels/peak_probe.h"
 
 namespace {
 

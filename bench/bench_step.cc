@@ -6,9 +6,7 @@
 // (tools/side_by_side.py runs PyTorch) times the very same batches; --json FILE writes the per-step
 // figures and the measured peaks for it.
 //
-// Model FLOPs count only useful work on real tokens: 6 x (dense parameters) per token (forward 2,
-// backward 4) plus attention's 2 x 2 x T_s x D per token per layer forward (QK^T and PV), x3 for
-// training. Padding is not counted: a padded run doing the same useful work scores the same.
+// Model FLOPs (model/model_flops.h) count only useful work on real tokens; padding is not counted.
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -26,9 +24,10 @@
 #include "core/profile.h"
 #include "core/rng.h"
 #include "core/stats.h"
-#include "fma_peak.h"
 #include "gemm/matmul_plan.h"
 #include "kernels/kernels.h"
+#include "kernels/peak_probe.h"
+#include "model/model_flops.h"
 #include "model/param_layout.h"
 #include "model/sequence_classifier.h"
 #include "optim/adamw.h"
@@ -37,28 +36,6 @@
 
 namespace cpuft {
 namespace {
-
-double training_flops(const ModelConfig& c, const Batch& batch) {
-  const double D = static_cast<double>(c.hidden_size), F = static_cast<double>(c.intermediate_size);
-  // QKV + out + FFN weights; ModernBERT's GeGLU has a (2F, D) input and a (D, F) output matrix.
-  const double ffn = c.family == Family::modernbert ? 3 * D * F : 2 * D * F;
-  const double dense_per_token_layer = 4 * D * D + ffn;
-  double flops = 0;
-  for (int64_t s = 0; s < batch.num_sequences(); ++s) {
-    const double T = static_cast<double>(batch.length(s));
-    // DeBERTa's c2p and p2c: two (T, 2T - 1) x Dh products per head beside Q K^T, their gathers
-    // (the relative embeddings' projection, rows not tokens, is left out).
-    const double relative =
-        c.family == Family::deberta_v2 && c.relative_attention
-            ? ((c.content_to_position ? 1 : 0) + (c.position_to_content ? 1 : 0)) * 2 * T *
-                  (2 * T - 1) * D
-            : 0;
-    flops += static_cast<double>(c.num_hidden_layers) *
-             (T * (6 * dense_per_token_layer + 3 * 4 * T * D) + 3 * relative);
-    flops += 6 * (D * D + D * static_cast<double>(c.num_labels));  // pooler + classifier
-  }
-  return flops;
-}
 
 // Before anything is timed: the first batch's logits from the benchmarked model (packed, in its
 // precision) against the same sequences one at a time through an fp32 model (no packing, no bf16):

@@ -23,7 +23,7 @@ std::string format_duration(double seconds) {
 }
 
 void Progress::update(int64_t step, double loss, double samples_per_second,
-                      double tokens_per_second) {
+                      double tokens_per_second, double mfu) {
   if (!enabled_) return;
   const double elapsed = watch_.seconds();
   const double eta =
@@ -32,11 +32,13 @@ void Progress::update(int64_t step, double loss, double samples_per_second,
   const int filled = total_ > 0 ? static_cast<int>(width * step / total_) : 0;
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(width, '.');
-  char line[200];
+  char mfu_text[32] = "";
+  if (mfu >= 0) std::snprintf(mfu_text, sizeof mfu_text, "  MFU %.1f%%", 100 * mfu);
+  char line[240];
   std::snprintf(line, sizeof line,
-                "\r[%s] %lld/%lld  loss %.4f  %.1f samples/s  %.0f tokens/s  ETA %s   ",
+                "\r[%s] %lld/%lld  loss %.4f  %.1f samples/s  %.0f tokens/s%s  ETA %s   ",
                 bar.c_str(), static_cast<long long>(step), static_cast<long long>(total_), loss,
-                samples_per_second, tokens_per_second, format_duration(eta).c_str());
+                samples_per_second, tokens_per_second, mfu_text, format_duration(eta).c_str());
   last_ = line;
   std::fputs(line, stderr);
   std::fflush(stderr);

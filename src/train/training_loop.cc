@@ -12,12 +12,14 @@
 #include "core/check.h"
 #include "core/timer.h"
 #include "io/hf_checkpoint.h"
+#include "model/model_flops.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "step/train_step.h"
 #include "train/checkpoint.h"
 #include "train/evaluation.h"
 #include "train/exchange_report.h"
+#include "train/machine_peak.h"
 #include "train/outputs.h"
 #include "train/progress.h"
 #include "train/stop_signals.h"
@@ -214,6 +216,16 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   const StopSignals stop_signals;  // SIGTERM, SIGINT, SIGUSR1: stop after the step, resumable
   Progress progress(s.max_steps, tty);
   if (c.eval_on_start && s.global_step == 0) evaluate_during_training(s, progress);
+  // MFU's yardstick: this rank's peak for the run's products (probed once per machine, cached);
+  // the job's is the sum over the ranks.
+  const MachinePeak peak = machine_peak(c.bf16, s.dist.threads);
+  const double peak_flops = s.mean_over_ranks(peak.peak.gflops) * 1e9;  // per rank
+  s.info(str("compute peak: ", round_to(peak.peak.gflops, 1), " GFLOP/s ", peak.peak.unit, " on ",
+             s.dist.threads, " threads per rank (",
+             peak.cached               ? "cached in "
+             : peak.cache_path.empty() ? "measured now"
+                                       : "measured now, saved to ",
+             peak.cache_path, "); MFU below is model FLOP/s over it"));
   Stopwatch run_watch;
   const int64_t first_step = s.global_step;  // of this run (a resumed run starts past 0)
   std::vector<Batch> micro_batches(static_cast<size_t>(c.gradient_accumulation_steps));
@@ -222,6 +234,8 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   // This rank's real tokens and sequences, since the last log line and in all: the speed in the
   // log, and the padding a padded batch would have computed (the summary at the end).
   int64_t tokens_since_log = 0, samples_since_log = 0, local_tokens = 0, local_sequences = 0;
+  // This rank's model FLOPs (model/model_flops.h), since the last log line and in all: MFU.
+  double flops_since_log = 0, local_flops = 0;
   Stopwatch log_watch;
   // The wait for the gradient all-reduce after backward, and the steps' time, since the last log
   // line: the exposed communication (what overlap with backward did not hide).
@@ -267,6 +281,9 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
         const Batch& batch = micro_batches[static_cast<size_t>(m)];
         s.total_flos += 6.0 * s.dense_params * static_cast<double>(batch.num_tokens()) * world;
         tokens_since_log += batch.num_tokens();
+        const double flops = training_flops(s.model_config, batch);
+        flops_since_log += flops;
+        local_flops += flops;
         samples_since_log += batch.num_sequences();
         local_tokens += batch.num_tokens();
         local_sequences += batch.num_sequences();
@@ -284,9 +301,10 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       s.epoch = static_cast<double>(s.global_step) / static_cast<double>(s.steps_per_epoch);
       done = s.global_step >= s.max_steps;
       const bool epoch_end = first_batch + micros == epoch_batches;
-      progress.update(s.global_step, step.loss,
-                      static_cast<double>(samples_seen) / run_watch.seconds(),
-                      static_cast<double>(local_tokens * world) / run_watch.seconds());
+      const double run_seconds = run_watch.seconds();
+      progress.update(s.global_step, step.loss, static_cast<double>(samples_seen) / run_seconds,
+                      static_cast<double>(local_tokens * world) / run_seconds,
+                      peak_flops > 0 ? local_flops / run_seconds / peak_flops : -1);
 
       const bool log_due =
           log_cadence.due(s.global_step, epoch_end) || (c.logging_first_step && s.global_step == 1);
@@ -307,6 +325,10 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
                       {"samples_per_second", round_to(samples_per_second, 2)},
                       {"tokens_per_second", round_to(tokens_per_second, 1)},
                       {"step", s.global_step}};
+        // Model FLOP/s over the measured peak, all ranks (the mean of each rank's share).
+        const double mfu =
+            peak_flops > 0 ? s.mean_over_ranks(flops_since_log) / seconds / peak_flops : -1;
+        if (mfu >= 0) entry["mfu"] = round_to(mfu, 6);
         if (s.reducer) {
           entry["overlap_ratio"] = round_to(overlap_sum / static_cast<double>(steps_since_log), 3);
           // The mean over the ranks, so that every rank decides alike.
@@ -321,8 +343,10 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
                      loss_since_log / static_cast<double>(steps_since_log), "  lr ",
                      schedule.lr(s.global_step), "  epoch ", round_to(s.epoch, 2), "  ",
                      round_to(samples_per_second, 1), " samples/s  ",
-                     round_to(tokens_per_second, 0), " tokens/s"));
+                     round_to(tokens_per_second, 0), " tokens/s",
+                     mfu >= 0 ? str("  MFU ", round_to(100 * mfu, 1), "%") : ""));
         loss_since_log = 0;
+        flops_since_log = 0;
         reduce_wait_since_log = 0;
         step_seconds_since_log = 0;
         tokens_since_log = 0;

@@ -10,6 +10,8 @@ make_tiny_model="$2"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=2
+# The measured compute peak (train/machine_peak.h) is cached here, not in the user's ~/.cache.
+export CPUFT_PEAK_CACHE="$work/peaks.json"
 failures=0
 passes=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -76,6 +78,16 @@ PY
   padding=$(sed -n 's/^padding avoided: \([0-9]*\) real tokens trained; padded to --max_seq_length 16 (run_glue.py.s default) the batches would hold 20480, \([0-9.]*\)% of them padding$/\1 \2/p' "$work/run.log")
   awk -v r="${padding% *}" -v p="${padding#* }" 'BEGIN { exit !(r > 3 * 1280 && r < 20480 && p > 0 && p < 80) }' &&
     pass || fail "padding line: '$(grep '^padding' "$work/run.log")'"
+  # The compute peak, measured by the first run and saved; MFU in every log entry and step line.
+  grep -q "^compute peak: [0-9.]* GFLOP/s [A-Za-z0-9_ -]* on 2 threads per rank (measured now, saved to $work/peaks.json); MFU below is model FLOP/s over it$" "$work/run.log" &&
+    [ -s "$work/peaks.json" ] && pass || fail "compute peak line: '$(grep '^compute peak' "$work/run.log")'"
+  python3 - "$out/log.jsonl" <<'PY' && pass || fail "log.jsonl lacks mfu: $(head -1 "$out/log.jsonl")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+assert lines and all(0 < e["mfu"] <= 1.5 for e in lines), lines
+PY
+  grep -qE '^step [0-9]+/[0-9]+ .* tokens/s  MFU [0-9.]+%$' "$work/run.log" && pass ||
+    fail "step lines lack MFU: $(grep -m1 '^step' "$work/run.log")"
   # One start-up line, after the first step: its moments in order.
   startup=$(sed -n 's/^start-up: weights read at \([0-9.]*\) s, data tokenized at \([0-9.]*\) s, first optimizer step done at \([0-9.]*\) s (\([0-9.]*\) s after the weights were read)$/\1 \2 \3 \4/p' "$work/run.log")
   [ "$(grep -c '^start-up: ' "$work/run.log")" = 1 ] &&
@@ -84,6 +96,17 @@ PY
 else
   fail "training failed: $(tail -3 "$work/run.log")"
 fi
+
+# 1b. The next run reads the cached peak; a cache it cannot parse is measured again and rewritten,
+#     never an error.
+"$cpuft" train "${train_flags[@]}" --max_steps 2 --save_strategy no --output_dir "$work/cached" \
+  >"$work/cached.log" 2>&1 && grep -q "^compute peak: .* (cached in $work/peaks.json); " "$work/cached.log" &&
+  pass || fail "second run did not read the cached peak: $(grep -E '^(compute|error)' "$work/cached.log")"
+printf '{"broken' >"$work/peaks.json"
+"$cpuft" train "${train_flags[@]}" --max_steps 2 --save_strategy no --output_dir "$work/recached" \
+  >"$work/recached.log" 2>&1 && grep -q "^compute peak: .* (measured now, saved to $work/peaks.json); " "$work/recached.log" &&
+  python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$work/peaks.json" &&
+  pass || fail "a broken peak cache: $(grep -E '^(compute|error)' "$work/recached.log")"
 
 # 2. cpuft predict on the fine-tuned folder.
 if "$cpuft" predict --model_name_or_path "$out" --test_file "$work/dev.tsv" \

@@ -48,4 +48,10 @@ void round_to_bf16(bf16* y, const float* x, int64_t n);
 // which would break builds without -march=native on CPUs lacking AVX-512.
 [[noreturn]] void throw_label_out_of_range(int64_t row, int32_t label, int64_t K);
 
+// The peak probe's instruction chains (kernels/peak_probe.h); each returns a value of its
+// accumulators so that the loop is kept. bf16_dot needs AVX512_BF16, amx the AMX tiles granted.
+double fma_peak_loop(int64_t iterations);
+double bf16_dot_peak_loop(int64_t iterations);
+double amx_peak_loop(int64_t iterations);
+
 }  // namespace cpuft::avx512

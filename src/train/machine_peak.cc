@@ -1,0 +1,81 @@
+#include "train/machine_peak.h"
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <system_error>
+
+#include "core/atomic_file.h"
+#include "core/check.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace cpuft {
+
+namespace {
+
+// A fifth of the benchmarks' probe time: 5 repeats of about 20 ms.
+constexpr double kProbeScale = 0.2;
+
+std::string cache_path() {
+  if (const char* path = std::getenv("CPUFT_PEAK_CACHE"); path != nullptr && *path != '\0')
+    return path;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+    return (fs::path(xdg) / "cpuft" / "peaks.json").string();
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return (fs::path(home) / ".cache" / "cpuft" / "peaks.json").string();
+  return "";
+}
+
+json read_cache(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return json::object();
+  json cache = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return cache.is_object() ? cache : json::object();
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+}  // namespace
+
+MachinePeak machine_peak(bool bf16, int threads) {
+  MachinePeak result;
+  result.cache_path = cache_path();
+  const std::string key = cpu_model_string() + "|" + std::to_string(threads) + " threads|" +
+                          (bf16 ? "bf16 products" : "fp32 products");
+  json cache = result.cache_path.empty() ? json::object() : read_cache(result.cache_path);
+  if (const auto it = cache.find(key); it != cache.end() && it->is_object()) {
+    const json& entry = *it;
+    if (entry.contains("gflops") && entry["gflops"].is_number() &&
+        entry["gflops"].get<double>() > 0 && entry.contains("unit") && entry["unit"].is_string()) {
+      result.peak = {entry["gflops"].get<double>(), entry["unit"].get<std::string>()};
+      result.cached = true;
+      return result;
+    }
+  }
+  result.peak = measure_compute_peak(bf16, threads, kProbeScale);
+  if (result.cache_path.empty() || result.peak.gflops <= 0) return result;
+  try {  // best effort: another run may write it at the same moment (the last rename wins)
+    cache[key] = {
+        {"gflops", result.peak.gflops}, {"unit", result.peak.unit}, {"measured", utc_now()}};
+    std::error_code error;
+    fs::create_directories(fs::path(result.cache_path).parent_path(), error);
+    AtomicFile file(result.cache_path);
+    file.write(cache.dump(2) + "\n");
+    file.commit();
+  } catch (const Error&) {
+  }
+  return result;
+}
+
+}  // namespace cpuft
