@@ -67,7 +67,12 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
   packed_dropout_backward(k, d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], rows);
   {
     const Operand d_y = as_input(d_tmp, grad_b, R * D);
-    plans.ffn_out.backward_weights(g.ffn_out_w, d_y, Operand{a.ffn_act, a.act_b}, R);
+    // The product's input act: under bf16 its rounding, kept by forward; in fp32 recomputed from
+    // pre into d_ffn's buffer (the same kernel on the same input: the same bits), so that forward
+    // keeps one act for all layers (RowwiseActivations::ffn_act).
+    if (a.act_b == nullptr) k.gelu_forward(d_ffn, a.ffn_pre, R * F);
+    const Operand act = a.act_b == nullptr ? Operand{d_ffn} : Operand{a.ffn_act, a.act_b};
+    plans.ffn_out.backward_weights(g.ffn_out_w, d_y, act, R);
     progress_point(listener);
     k.bias_backward(g.ffn_out_b, d_tmp, R, D);
     plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, R);

@@ -29,8 +29,9 @@
 namespace cpuft {
 
 // What the forward pass keeps for the backward pass of one layer (views into the model's arena).
-// Under bf16, ctx, h1 and ffn_act are the same buffers in every layer (SequenceClassifier's
-// carve): valid only during the layer's own forward; backward reads ctx_b, h1_b and act_b.
+// ffn_act is the same buffer in every layer (the models' carves), valid only during the layer's own
+// forward: backward reads act_b under bf16 and recomputes act from ffn_pre in fp32. Under bf16,
+// ctx and h1 are shared too: backward reads ctx_b and h1_b.
 struct LayerActivations {
   float* qkv;       // (N, 3D)
   float* probs;     // attention probabilities, see attention_prob_offsets
@@ -124,7 +125,8 @@ void rowwise_forward(const RowwiseActivations& a, const float* residual, const L
                      const EncoderScratch& scratch);
 // Its backward from d_out (R, D): d_ctx (R, D) and d_s1 (R, D), the gradient of the residual
 // branch, which the caller adds to its input's gradient; parameter gradients accumulate into g.
-// Uses scratch.nd[1] and scratch.nf; d_ctx and d_s1 must be two other (R, D) buffers.
+// Uses scratch.nd[1] and scratch.nf; d_ctx and d_s1 must be two other (R, D) buffers. Reads
+// ffn_act only under bf16 (act_b); in fp32 it recomputes gelu(ffn_pre) into scratch.nf.
 // `listener` (may be null) hears a progress point after each product (grad_listener.h).
 void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const RowwiseActivations& a,
                       const LayerParams& p, const LayerParams& g, const LayerWeights& w,
