@@ -31,6 +31,15 @@ void softmax_in_window(const KernelTable& k, float* p, int64_t T, int64_t window
   }
 }
 
+// scores = Q K^T / sqrt(Dh), then softmax over the keys of the window: block (s, h)'s
+// probabilities into p (T, T). Forward and the recomputing backward call this same code on the
+// same inputs, so the recomputed probabilities are the forward's, bit for bit.
+void block_probabilities(const KernelTable& k, float* p, const float* q, const float* kk,
+                         int64_t ld_qkv, int64_t T, int64_t Dh, float scale, int64_t window) {
+  strided_gemm(false, true, T, T, Dh, scale, q, ld_qkv, kk, ld_qkv, 0.0f, p, T);
+  softmax_in_window(k, p, T, window);
+}
+
 }  // namespace
 
 RngKey block_key(RngKey key, const int64_t* sample_ids, int64_t s, int64_t H, int64_t h) {
@@ -61,13 +70,13 @@ void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t
     const float* q = qkv + start * ld_qkv + h * Dh;  // (T, Dh), ld 3D
     const float* kk = q + D;
     const float* v = q + 2 * D;
-    float* p = probs + prob_offsets[s] + h * T * T;  // (T, T)
-    // scores = Q K^T / sqrt(Dh); then softmax over keys (those in the window).
-    strided_gemm(false, true, T, T, Dh, scale, q, ld_qkv, kk, ld_qkv, 0.0f, p, T);
-    softmax_in_window(k, p, T, dims.window);
+    float* thread_scratch = scratch + omp_get_thread_num() * scratch_per_thread;
+    // (T, T): kept for backward, or (probs == nullptr) in the thread's scratch, recomputed there.
+    float* p = probs != nullptr ? probs + prob_offsets[s] + h * T * T : thread_scratch + T * T;
+    block_probabilities(k, p, q, kk, ld_qkv, T, Dh, scale, dims.window);
     const float* p_used = p;
     if (dropout_p > 0) {
-      float* p_drop = scratch + omp_get_thread_num() * scratch_per_thread;
+      float* p_drop = thread_scratch;
       k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
       p_used = p_drop;
     }
@@ -96,9 +105,14 @@ void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, cons
     float* d_k = d_q + D;
     float* d_v = d_q + 2 * D;
     const float* d_c = d_ctx + start * D + h * Dh;  // (T, Dh), ld D
-    const float* p = probs + prob_offsets[s] + h * T * T;
     float* thread_scratch = scratch + omp_get_thread_num() * scratch_per_thread;
     float* d_p = thread_scratch;  // (T, T)
+    const float* p = probs != nullptr ? probs + prob_offsets[s] + h * T * T : nullptr;
+    if (p == nullptr) {  // recompute the forward's probabilities
+      float* recomputed = thread_scratch + 2 * T * T;
+      block_probabilities(k, recomputed, q, kk, ld_qkv, T, Dh, scale, dims.window);
+      p = recomputed;
+    }
     const float* p_used = p;
     if (dropout_p > 0) {  // regenerate the forward's dropped probabilities
       float* p_drop = thread_scratch + T * T;

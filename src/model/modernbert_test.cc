@@ -193,6 +193,42 @@ TEST(SlidingWindowAttention, BackwardMatchesFiniteDifferences) {
   EXPECT_LE(worst, 2e-3);
 }
 
+// attention_forward/backward with probs == nullptr (SequenceClassifier keeps no probabilities):
+// backward recomputes each block's probabilities with the forward's code, so forward and backward
+// give the same bits as with stored probabilities, with dropout and with a window. (Swapping the
+// dropout key of the recomputing backward makes d_qkv differ: the comparison can fail.)
+TEST(Attention, RecomputedProbabilitiesGiveTheSameBits) {
+  const std::vector<float> qkv = random_values(static_cast<size_t>(16 * 3 * kD), 7);
+  const std::vector<float> d_ctx = random_values(static_cast<size_t>(16 * kD), 8);
+  for (int64_t window : {-1, 3}) {
+    WindowedAttention stored(window);
+    const int64_t per_thread = 3 * 11 * 11;
+    std::vector<float> scratch(static_cast<size_t>(per_thread * omp_get_max_threads()));
+    const float p_drop = 0.25f;
+    const RngKey key{3, 4};
+    std::vector<float> ctx_a(static_cast<size_t>(16 * kD)), ctx_b(ctx_a.size());
+    attention_forward(ctx_a.data(), stored.probs.data(), qkv.data(), kOffsets.data(),
+                      stored.prob_offsets.data(), stored.sample_ids.data(), 2, stored.dims, p_drop,
+                      key, scratch.data(), per_thread);
+    attention_forward(ctx_b.data(), nullptr, qkv.data(), kOffsets.data(),
+                      stored.prob_offsets.data(), stored.sample_ids.data(), 2, stored.dims, p_drop,
+                      key, scratch.data(), per_thread);
+    ASSERT_EQ(ctx_a, ctx_b) << "window " << window;
+    std::vector<float> d_a(qkv.size()), d_b(qkv.size()), d_other(qkv.size());
+    attention_backward(d_a.data(), d_ctx.data(), qkv.data(), stored.probs.data(), kOffsets.data(),
+                       stored.prob_offsets.data(), stored.sample_ids.data(), 2, stored.dims, p_drop,
+                       key, scratch.data(), per_thread);
+    attention_backward(d_b.data(), d_ctx.data(), qkv.data(), nullptr, kOffsets.data(),
+                       stored.prob_offsets.data(), stored.sample_ids.data(), 2, stored.dims, p_drop,
+                       key, scratch.data(), per_thread);
+    EXPECT_EQ(d_a, d_b) << "window " << window;
+    attention_backward(d_other.data(), d_ctx.data(), qkv.data(), nullptr, kOffsets.data(),
+                       stored.prob_offsets.data(), stored.sample_ids.data(), 2, stored.dims, p_drop,
+                       RngKey{3, 5}, scratch.data(), per_thread);
+    EXPECT_NE(d_a, d_other) << "another dropout key must change the gradients";
+  }
+}
+
 // transformers 5.x writes layer_types and rope_parameters; 4.x configs (the published checkpoints)
 // global_attn_every_n_layers and the two thetas.
 TEST(ModernBertConfig, ReadsBothGenerationsOfFields) {

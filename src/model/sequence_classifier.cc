@@ -59,8 +59,6 @@ struct ClassifierBuffers {
     const int64_t N = limits.max_tokens, B = limits.max_sequences, T = limits.max_seq_len;
     const int64_t D = c.hidden_size, F = c.intermediate_size, H = c.num_attention_heads;
     const int64_t K = c.num_labels, E = c.embedding_size;
-    // sum_s T_s^2 <= T * sum_s T_s = T * N: bounds the attention probabilities of any batch.
-    const int64_t probs = H * T * N;
     ArenaCarver<float> a(base);
     emb_sum = a.take(N * E);
     emb_mean = a.take(N);
@@ -77,7 +75,8 @@ struct ClassifierBuffers {
     float* shared_act = layers.empty() ? nullptr : a.take(N * F);
     for (LayerActivations& l : layers) {
       l.qkv = a.take(N * 3 * D);
-      l.probs = a.take(probs);
+      // None kept: backward recomputes them (attention.h), H x T x N floats less per layer.
+      l.probs = nullptr;
       l.ctx = shared ? shared_ctx : a.take(N * D);
       l.s1 = a.take(N * D);
       l.ln1_mean = a.take(N);
@@ -119,7 +118,7 @@ struct ClassifierBuffers {
     for (float*& p : scratch.nd) p = a.take(N * D);
     scratch.nf = a.take(N * F);
     scratch.n3d = a.take(N * 3 * D);
-    scratch.attention_per_thread = (2 * T * T + 15) / 16 * 16;
+    scratch.attention_per_thread = (3 * T * T + 15) / 16 * 16;  // recomputed probabilities
     scratch.attention = a.take(scratch.attention_per_thread * omp_get_max_threads());
     return a.used();
   }

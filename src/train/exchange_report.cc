@@ -13,10 +13,12 @@ namespace cpuft {
 
 namespace {
 
-// The large probe all-reduce: the largest bucket's values, at most 4 Mi (16 MB in fp32): long
-// enough to see the link's rate, short enough for a slow link at start (about 0.1 s at 1.6 Gbit/s).
+// The large probe all-reduce: the largest bucket's values, at least 256 Ki (1 MB in fp32: a tiny
+// model's buckets are so small that scheduling delays on a busy host would swamp the link's rate;
+// measured 2.6 MB/s for 80 kB on a 6.25 MB/s link under load) and at most 4 Mi (16 MB: about
+// 0.1 s at 1.6 Gbit/s).
 constexpr int64_t kMaxProbeValues = int64_t{4} << 20;
-constexpr int64_t kMinProbeValues = 2048;
+constexpr int64_t kMinProbeValues = int64_t{1} << 18;
 
 // Three significant digits, whole numbers from 1000 on: "0.0421 ms", "105 ms", "1.32 s",
 // "16.8 MB", "4338 MB/s".
