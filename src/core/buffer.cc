@@ -1,6 +1,7 @@
 #include "core/buffer.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -48,6 +49,36 @@ void free_aligned(void* p) noexcept {
 
 void zero_bytes(void* p, std::size_t bytes) {
   if (bytes != 0) parallel_zero(p, bytes);
+}
+
+namespace {
+// The whole pages inside [p, p + bytes): [*begin, *end), empty when there are none.
+void whole_pages(void* p, std::size_t bytes, unsigned char** begin, unsigned char** end) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto first = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t b = (first + page - 1) / page * page, e = (first + bytes) / page * page;
+  *begin = reinterpret_cast<unsigned char*>(b);
+  *end = reinterpret_cast<unsigned char*>(std::max(b, e));
+}
+}  // namespace
+
+void release_zeroed(void* p, std::size_t bytes) {
+  if (bytes == 0) return;
+  unsigned char *begin, *end;
+  whole_pages(p, bytes, &begin, &end);
+  auto* first = static_cast<unsigned char*>(p);
+  if (begin == end || madvise(begin, static_cast<std::size_t>(end - begin), MADV_DONTNEED) != 0) {
+    parallel_zero(p, bytes);  // no whole page, or the kernel refused: zero by hand
+    return;
+  }
+  std::memset(first, 0, static_cast<std::size_t>(begin - first));
+  std::memset(end, 0, static_cast<std::size_t>(first + bytes - end));
+}
+
+void keep_small_pages(void* p, std::size_t bytes) {
+  unsigned char *begin, *end;
+  whole_pages(p, bytes, &begin, &end);
+  if (begin != end) madvise(begin, static_cast<std::size_t>(end - begin), MADV_NOHUGEPAGE);
 }
 
 }  // namespace cpuft

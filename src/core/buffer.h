@@ -54,6 +54,15 @@ class AlignedBuffer {
 
 void zero_bytes(void* p, std::size_t bytes);
 
+// Zeroes [p, p + bytes) by handing its whole pages back to the kernel (MADV_DONTNEED; the bytes
+// of partial pages at either end are cleared): reads then see the kernel's shared zero page and
+// take no memory until something writes. For a range whose pages are mostly never written (the
+// word table's gradient: a step writes the rows of its tokens). Call keep_small_pages on the
+// range first, or a write would fault in a 2 MiB huge page.
+void release_zeroed(void* p, std::size_t bytes);
+// No transparent huge pages for the whole pages of [p, p + bytes) (MADV_NOHUGEPAGE).
+void keep_small_pages(void* p, std::size_t bytes);
+
 template <typename T>
 void AlignedBuffer<T>::zero() {
   zero_bytes(data_, size_ * sizeof(T));

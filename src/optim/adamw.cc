@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/check.h"
 #include "kernels/kernels.h"
 
 namespace cpuft {
@@ -36,13 +37,30 @@ void AdamW::step(float* params, const float* grads, double lr) {
   }
 }
 
-double clip_grad_norm(float* grads, int64_t n, double max_norm) {
+double clip_grad_norm(float* grads, int64_t n, double max_norm, const MostlyZeroRows& zero_rows) {
   const KernelTable& k = kernels();
   const double norm = std::sqrt(k.sum_squares(grads, n));
-  if (max_norm > 0) {
-    const double coef = max_norm / (norm + 1e-6);
-    if (coef < 1.0) k.scale(grads, static_cast<float>(coef), n);
+  if (max_norm <= 0) return norm;
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef >= 1.0) return norm;
+  const auto c = static_cast<float>(coef);
+  if (zero_rows.rows == 0) {
+    k.scale(grads, c, n);
+    return norm;
   }
+  const int64_t begin = zero_rows.begin, width = zero_rows.width;
+  const int64_t end = begin + zero_rows.rows * width;
+  CPUFT_CHECK(begin >= 0 && width > 0 && end <= n, "bad mostly-zero rows");
+  k.scale(grads, c, begin);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < zero_rows.rows; ++r) {
+    float* row = grads + begin + r * width;
+    bool nonzero = false;
+    for (int64_t i = 0; i < width; ++i) nonzero = nonzero || row[i] != 0.0f;
+    if (nonzero)
+      for (int64_t i = 0; i < width; ++i) row[i] *= c;  // as k.scale: one fp32 product
+  }
+  k.scale(grads + end, c, n - end);
   return norm;
 }
 

@@ -23,6 +23,34 @@ namespace {
 
 // Values of transformers.get_scheduler(name, opt, num_warmup_steps=2, num_training_steps=10) for
 // base lr 1.0 at optimizer steps 0..10, computed by hand from the published lambdas.
+// clip_grad_norm (the norm torch computes; scaling when above max_norm), with and without
+// MostlyZeroRows: the same norm and the same bits; the all-zero rows are left unwritten and the
+// others scaled. Without clipping (norm below max_norm) nothing changes.
+TEST(ClipGradNorm, MostlyZeroRowsGiveTheSameBits) {
+  const int64_t head = 5, rows = 7, width = 6, tail = 3, n = head + rows * width + tail;
+  std::vector<float> plain(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    plain[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i % 9) - 1;
+  for (int64_t r : {0, 2, 3, 6})  // untouched rows (one of them holding a -0)
+    for (int64_t i = 0; i < width; ++i) plain[static_cast<size_t>(head + r * width + i)] = 0.0f;
+  plain[static_cast<size_t>(head + 3 * width + 1)] = -0.0f;
+  std::vector<float> sparse = plain;
+  double sum = 0;
+  for (float g : plain) sum += static_cast<double>(g) * g;
+  const double norm = clip_grad_norm(plain.data(), n, 1.0);
+  EXPECT_NEAR(norm, std::sqrt(sum), 1e-9 * std::sqrt(sum));
+  EXPECT_EQ(clip_grad_norm(sparse.data(), n, 1.0, MostlyZeroRows{head, rows, width}), norm);
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_EQ(std::signbit(sparse[static_cast<size_t>(i)]),
+              std::signbit(plain[static_cast<size_t>(i)]))
+        << i;
+  EXPECT_EQ(sparse, plain);
+  EXPECT_LT(std::abs(plain[0] + 1.0f / static_cast<float>(std::sqrt(sum))), 1e-6f) << "scaled";
+  std::vector<float> small = {0.1f, 0.0f, 0.2f, 0.0f}, kept = small;
+  clip_grad_norm(small.data(), 4, 1.0, MostlyZeroRows{0, 2, 2});
+  EXPECT_EQ(small, kept);
+}
+
 TEST(LrSchedule, LinearWithWarmup) {
   LrSchedule s{ScheduleKind::linear, 1.0, 2, 10};
   EXPECT_DOUBLE_EQ(s.lr(0), 0.0);

@@ -46,11 +46,32 @@ TrainStep::TrainStep(SequenceClassifier& model, const ParamLayout& layout,
       p_(bind_params(layout, model.config(), params.data())),
       g_(bind_params(layout, model.config(), grads.data())),
       optimizer_(optimizer),
-      options_(options) {
+      options_(options),
+      word_rows_(word_embedding_rows(layout)) {
   CPUFT_CHECK(static_cast<int64_t>(params.size()) == layout.total_floats() &&
               static_cast<int64_t>(grads.size()) == layout.total_floats());
   CPUFT_CHECK(options.accumulation >= 1, "accumulation ", options.accumulation);
-  grads_.zero();
+  keep_small_pages(grads_.data() + word_rows_.begin, table_bytes());
+  zero_gradients();
+}
+
+void release_word_table_gradient(const ParamLayout& layout, AlignedBuffer<float>& grads) {
+  const GradReducer::SparseRows rows = word_embedding_rows(layout);
+  const size_t bytes = static_cast<size_t>(rows.rows * rows.width) * sizeof(float);
+  keep_small_pages(grads.data() + rows.begin, bytes);
+  release_zeroed(grads.data() + rows.begin, bytes);
+}
+
+size_t TrainStep::table_bytes() const {
+  return static_cast<size_t>(word_rows_.rows * word_rows_.width) * sizeof(float);
+}
+
+void TrainStep::zero_gradients() {
+  float* g = grads_.data();
+  const int64_t begin = word_rows_.begin, end = begin + word_rows_.rows * word_rows_.width;
+  zero_bytes(g, static_cast<size_t>(begin) * sizeof(float));
+  release_zeroed(g + begin, table_bytes());
+  zero_bytes(g + end, (grads_.size() - static_cast<size_t>(end)) * sizeof(float));
 }
 
 void TrainStep::Fanout::on_layer_grads_ready(int layer) {
@@ -115,11 +136,12 @@ StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, do
   {
     CPUFT_PROFILE("optimizer (clip+adamw+zero+bf16 refresh)");
     result.grad_norm =
-        clip_grad_norm(grads_.data(), static_cast<int64_t>(grads_.size()), options_.max_grad_norm);
+        clip_grad_norm(grads_.data(), static_cast<int64_t>(grads_.size()), options_.max_grad_norm,
+                       MostlyZeroRows{word_rows_.begin, word_rows_.rows, word_rows_.width});
     if (observer_) observer_->on_clipped_gradients(step, grads_.span());
     optimizer_.step(params_.data(), grads_.data(), lr);
     model_.refresh_bf16_weights(p_);  // the bf16 copy follows every update (--bf16)
-    grads_.zero();                    // the next step accumulates from zero
+    zero_gradients();                 // the next step accumulates from zero
   }
   const Clock::time_point t1 = Clock::now();
   result.optimizer_seconds = seconds_between(t0, t1);

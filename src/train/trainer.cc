@@ -193,6 +193,7 @@ void read_and_check_inputs(Trainer::State& s) {
                    c.do_train ? " with their gradients and optimizer state" : ""));
   s.params = AlignedBuffer<float>(static_cast<size_t>(s.layout->total_floats()));
   s.grads = AlignedBuffer<float>(static_cast<size_t>(s.layout->total_floats()));
+  release_word_table_gradient(*s.layout, s.grads);  // a step writes only its tokens' rows
   {
     // model.safetensors or the shards of its index; pickles refused with the conversion command.
     const std::vector<SafetensorsFile> files = open_weight_files(s.model_folder);
