@@ -53,9 +53,9 @@ struct DebertaBuffers {
     layers.assign(static_cast<size_t>(c.num_hidden_layers), LayerActivations{});
     rel_in.assign(layers.size(), nullptr);
     pos.assign(layers.size(), nullptr);
-    // One ffn_act for all layers: backward reads act_b (bf16) or recomputes it (fp32), as in
-    // sequence_classifier.cc.
-    float* shared_act = a.take(N * F);
+    // act is not kept with limits.recompute (rowwise_backward recomputes it in fp32; under bf16
+    // it reads act_b either way).
+    const bool keep_act = !limits.recompute;
     for (size_t l = 0; l < layers.size(); ++l) {
       LayerActivations& x = layers[l];
       x.qkv = a.take(N * 3 * D);
@@ -66,7 +66,7 @@ struct DebertaBuffers {
       x.ln1_rstd = a.take(N);
       x.h1 = a.take(N * D);
       x.ffn_pre = a.take(N * F);
-      x.ffn_act = shared_act;
+      x.ffn_act = keep_act ? a.take(N * F) : nullptr;
       x.s2 = a.take(N * D);
       x.ln2_mean = a.take(N);
       x.ln2_rstd = a.take(N);

@@ -40,8 +40,10 @@ void rowwise_forward(const RowwiseActivations& a, const float* residual, const L
 
   const Operand h1_in = as_input(a.h1, a.h1_b, R * D);
   plans.ffn_in.forward(a.ffn_pre, h1_in, w.ffn_in, p.ffn_in_b, R);
-  k.gelu_forward(a.ffn_act, a.ffn_pre, R * F);
-  const Operand act_in = as_input(a.ffn_act, a.act_b, R * F);
+  // act is kept only when backward reads it in fp32 (ffn_act); else it lives in scratch.nf.
+  float* act = a.ffn_act != nullptr ? a.ffn_act : scratch.nf;
+  k.gelu_forward(act, a.ffn_pre, R * F);
+  const Operand act_in = as_input(act, a.act_b, R * F);
   plans.ffn_out.forward(tmp, act_in, w.ffn_out, p.ffn_out_b, R);
   packed_dropout_forward(k, tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], rows);
   k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w, p.ffn_ln_b,
@@ -67,11 +69,14 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
   packed_dropout_backward(k, d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], rows);
   {
     const Operand d_y = as_input(d_tmp, grad_b, R * D);
-    // The product's input act: under bf16 its rounding, kept by forward; in fp32 recomputed from
-    // pre into d_ffn's buffer (the same kernel on the same input: the same bits), so that forward
-    // keeps one act for all layers (RowwiseActivations::ffn_act).
-    if (a.act_b == nullptr) k.gelu_forward(d_ffn, a.ffn_pre, R * F);
-    const Operand act = a.act_b == nullptr ? Operand{d_ffn} : Operand{a.ffn_act, a.act_b};
+    // The product's input act: under bf16 its rounding (act_b); in fp32 the kept ffn_act, or,
+    // when forward kept none (ModelLimits::recompute), gelu(pre) again into d_ffn's buffer (the
+    // same kernel on the same input: the same bits).
+    const bool recompute = a.act_b == nullptr && a.ffn_act == nullptr;
+    if (recompute) k.gelu_forward(d_ffn, a.ffn_pre, R * F);
+    const Operand act = a.act_b != nullptr ? Operand{nullptr, a.act_b}
+                        : recompute        ? Operand{d_ffn}
+                                           : Operand{a.ffn_act};
     plans.ffn_out.backward_weights(g.ffn_out_w, d_y, act, R);
     progress_point(listener);
     k.bias_backward(g.ffn_out_b, d_tmp, R, D);

@@ -29,9 +29,9 @@
 namespace cpuft {
 
 // What the forward pass keeps for the backward pass of one layer (views into the model's arena).
-// ffn_act is the same buffer in every layer (the models' carves), valid only during the layer's own
-// forward: backward reads act_b under bf16 and recomputes act from ffn_pre in fp32. Under bf16,
-// ctx and h1 are shared too: backward reads ctx_b and h1_b.
+// ffn_act is nullptr where backward does not read it: under bf16 (it reads act_b) and with
+// ModelLimits::recompute (it recomputes gelu(ffn_pre)); forward then writes act into scratch.nf.
+// Under bf16, ctx and h1 are the same buffers in every layer: backward reads ctx_b and h1_b.
 struct LayerActivations {
   float* qkv;       // (N, 3D)
   float* probs;     // attention probabilities, see attention_prob_offsets
@@ -125,8 +125,9 @@ void rowwise_forward(const RowwiseActivations& a, const float* residual, const L
                      const EncoderScratch& scratch);
 // Its backward from d_out (R, D): d_ctx (R, D) and d_s1 (R, D), the gradient of the residual
 // branch, which the caller adds to its input's gradient; parameter gradients accumulate into g.
-// Uses scratch.nd[1] and scratch.nf; d_ctx and d_s1 must be two other (R, D) buffers. Reads
-// ffn_act only under bf16 (act_b); in fp32 it recomputes gelu(ffn_pre) into scratch.nf.
+// Uses scratch.nd[1] and scratch.nf; d_ctx and d_s1 must be two other (R, D) buffers. Reads act
+// as act_b under bf16, as ffn_act in fp32, or recomputes gelu(ffn_pre) into scratch.nf when
+// ffn_act is nullptr in fp32.
 // `listener` (may be null) hears a progress point after each product (grad_listener.h).
 void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const RowwiseActivations& a,
                       const LayerParams& p, const LayerParams& g, const LayerWeights& w,

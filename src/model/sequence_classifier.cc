@@ -48,12 +48,12 @@ struct ClassifierBuffers {
   const Batch* batch = nullptr;           // of the last forward
   StepContext context;
 
-  // Carves all buffers from the arena; with base == nullptr only counts floats. A layer's ffn_act
-  // is only an input of the next operations of its own forward: backward reads its bf16 rounding
-  // (act_b) under bf16 and recomputes it from ffn_pre in fp32 (rowwise_backward), so every layer
-  // writes it into one shared buffer (fp32 MiniLM-L6 on MRPC batches of 32: 89 MB less). Under
-  // bf16 the same holds for ctx and h1 (backward reads ctx_b, h1_b): a third of the per-token
-  // activations of an encoder layer are shared.
+  // Carves all buffers from the arena; with base == nullptr only counts floats. Under bf16 the
+  // layers' fp32 ctx, h1 and act are only inputs of the next operations of their own layer's
+  // forward (products, residual, LayerNorm): backward reads their bf16 roundings (x_b, ctx_b,
+  // h1_b, act_b) instead, so ctx and h1 are one shared set of buffers and act lives in
+  // scratch.nf (ffn_act nullptr). With limits.recompute the fp32 act is not kept either
+  // (rowwise_backward recomputes it) and neither are the attention probabilities (attention.h).
   int64_t carve(const ModelConfig& c, const ModelLimits& limits, MatmulPrecision precision,
                 float* base) {
     const int64_t N = limits.max_tokens, B = limits.max_sequences, T = limits.max_seq_len;
@@ -70,20 +70,21 @@ struct ClassifierBuffers {
     d_emb_sum = a.take(N * E);
     layers.resize(static_cast<size_t>(c.num_hidden_layers - 1));
     const bool shared = precision == MatmulPrecision::bf16 && !layers.empty();
+    const bool keep_act = precision != MatmulPrecision::bf16 && !limits.recompute;
+    // sum_s T_s^2 <= T * sum_s T_s = T * N: bounds the attention probabilities of any batch.
+    const int64_t probs = limits.recompute ? 0 : c.num_attention_heads * T * N;
     float* shared_ctx = shared ? a.take(N * D) : nullptr;
     float* shared_h1 = shared ? a.take(N * D) : nullptr;
-    float* shared_act = layers.empty() ? nullptr : a.take(N * F);
     for (LayerActivations& l : layers) {
       l.qkv = a.take(N * 3 * D);
-      // None kept: backward recomputes them (attention.h), H x T x N floats less per layer.
-      l.probs = nullptr;
+      l.probs = probs > 0 ? a.take(probs) : nullptr;  // nullptr: backward recomputes them
       l.ctx = shared ? shared_ctx : a.take(N * D);
       l.s1 = a.take(N * D);
       l.ln1_mean = a.take(N);
       l.ln1_rstd = a.take(N);
       l.h1 = shared ? shared_h1 : a.take(N * D);
       l.ffn_pre = a.take(N * F);
-      l.ffn_act = shared_act;
+      l.ffn_act = keep_act ? a.take(N * F) : nullptr;
       l.s2 = a.take(N * D);
       l.ln2_mean = a.take(N);
       l.ln2_rstd = a.take(N);
@@ -118,7 +119,8 @@ struct ClassifierBuffers {
     for (float*& p : scratch.nd) p = a.take(N * D);
     scratch.nf = a.take(N * F);
     scratch.n3d = a.take(N * 3 * D);
-    scratch.attention_per_thread = (3 * T * T + 15) / 16 * 16;  // recomputed probabilities
+    // 2 T^2 (scores and dropout), 3 T^2 when backward recomputes the probabilities.
+    scratch.attention_per_thread = ((limits.recompute ? 3 : 2) * T * T + 15) / 16 * 16;
     scratch.attention = a.take(scratch.attention_per_thread * omp_get_max_threads());
     return a.used();
   }

@@ -1,6 +1,8 @@
 #include "optim/adamw.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "core/check.h"
 #include "kernels/kernels.h"
@@ -55,9 +57,14 @@ double clip_grad_norm(float* grads, int64_t n, double max_norm, const MostlyZero
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < zero_rows.rows; ++r) {
     float* row = grads + begin + r * width;
-    bool nonzero = false;
-    for (int64_t i = 0; i < width; ++i) nonzero = nonzero || row[i] != 0.0f;
-    if (nonzero)
+    // Any value other than +-0: an OR of the magnitudes' bits (vectorizes; NaN counts).
+    uint32_t bits = 0;
+    for (int64_t i = 0; i < width; ++i) {
+      uint32_t b;
+      std::memcpy(&b, row + i, sizeof b);
+      bits |= b & 0x7fffffffu;
+    }
+    if (bits != 0)
       for (int64_t i = 0; i < width; ++i) row[i] *= c;  // as k.scale: one fp32 product
   }
   k.scale(grads + end, c, n - end);

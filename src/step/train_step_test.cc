@@ -112,12 +112,13 @@ Batch random_batch(const ModelConfig& config, const std::vector<int>& lengths, u
 
 // A replica: weights, gradients, model, optimizer and its step.
 struct Replica {
-  explicit Replica(const StepOptions& options, const char* config_json = kTinyConfig)
+  explicit Replica(const StepOptions& options, const char* config_json = kTinyConfig,
+                   bool recompute = false)
       : config(parse_model_config(config_json, "tiny.json")),
         layout(config),
         params(static_cast<size_t>(layout.total_floats())),
         grads(static_cast<size_t>(layout.total_floats())),
-        model(config, ModelLimits{64, 4, 16}),
+        model(config, ModelLimits{64, 4, 16, recompute}),
         adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01}),
         step(model, layout, params, grads, adamw, options) {
     init_random_weights(layout, params.data(), 0.02f, 3);
@@ -369,6 +370,28 @@ TEST(TrainStep, DefaultBucketPlanHasOneEncoderLayerPerBucket) {
   const BucketPlan whole = make_bucket_plan(r.layout, 1024);
   EXPECT_LT(whole.num_buckets(), plan.num_buckets());
   EXPECT_THROW(make_bucket_plan(r.layout, -1), Error);
+}
+
+// ModelLimits::recompute (--gradient_checkpointing) keeps neither the GELU outputs nor the
+// attention probabilities and recomputes them in backward with the forward's code: the same loss,
+// gradient norm and weights, bit for bit, over three steps with every dropout on.
+TEST(TrainStep, RecomputingInBackwardGivesTheSameBits) {
+  // Three layers: the first two are full layers, whose activations a recomputation replaces (the
+  // last one is the first-token layer, which keeps its own).
+  const char* config = R"({
+    "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
+    "intermediate_size": 48, "max_position_embeddings": 32, "num_labels": 3,
+    "hidden_dropout_prob": 0.2, "attention_probs_dropout_prob": 0.2, "classifier_dropout": 0.3})";
+  Replica kept(StepOptions{}, config), recomputed(StepOptions{}, config, true);
+  for (int64_t step = 0; step < 3; ++step) {
+    const Batch batch = random_batch(kept.config, {5, 9, 3, 12}, static_cast<uint32_t>(20 + step));
+    const StepResult a = kept.step.run(step, {&batch, 1}, 1e-3);
+    const StepResult b = recomputed.step.run(step, {&batch, 1}, 1e-3);
+    EXPECT_EQ(a.loss, b.loss) << step;
+    EXPECT_EQ(a.grad_norm, b.grad_norm) << step;
+  }
+  EXPECT_EQ(std::vector<float>(kept.params.span().begin(), kept.params.span().end()),
+            std::vector<float>(recomputed.params.span().begin(), recomputed.params.span().end()));
 }
 
 // The word table's gradient takes memory only for the rows a step writes: during the step (seen

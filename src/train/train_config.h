@@ -58,6 +58,9 @@ struct TrainConfig {
   uint64_t seed = 42;
   int64_t data_seed = -1;  // -1: seed
   bool group_by_length = false;
+  // Recompute each layer's GELU output and attention probabilities in backward instead of keeping
+  // them (HF's flag; ModelLimits::recompute): less memory, a slower step.
+  bool gradient_checkpointing = false;
   bool dataloader_drop_last = false;
   bool bf16 = false;
 

@@ -433,9 +433,10 @@ std::vector<TrainFlag> make_table() {
   t.push_back(noticed("liger_kernel_config", V, "GPU kernels"));
   t.push_back(noticed("use_cache", B, "an encoder has no key/value cache"));
   t.push_back(noticed("torch_empty_cache_steps", V, "no device cache to empty"));
-  t.push_back(noticed("gradient_checkpointing", B,
-                      "activations are kept; recomputing them would only cost time"));
-  t.push_back(noticed("gradient_checkpointing_kwargs", V, "activations are kept"));
+  t.push_back(implemented("gradient_checkpointing", &TrainConfig::gradient_checkpointing,
+                          "Recompute each layer's GELU output and attention probabilities in "
+                          "backward: less memory, a slower step (the same results, bit for bit)"));
+  t.push_back(noticed("gradient_checkpointing_kwargs", V, "cpuft's recomputation has no options"));
   t.push_back(noticed("activation_checkpointing", B, "activations are kept"));
   t.push_back(noticed("activation_checkpointing_kwargs", V, "activations are kept"));
   t.push_back(noticed("auto_find_batch_size", B, "no device memory to run out of"));

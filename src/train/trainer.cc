@@ -321,7 +321,7 @@ void Trainer::prepare() {
   consider(s.train, c.per_device_train_batch_size);
   for (const auto& [suffix, d] : s.eval) consider(d, c.per_device_eval_batch_size);
   for (const auto& [suffix, d] : s.test) consider(d, c.per_device_eval_batch_size);
-  const ModelLimits limits{max_tokens, max_batch, longest};
+  const ModelLimits limits{max_tokens, max_batch, longest, c.gradient_checkpointing};
   const MatmulPrecision precision = c.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32;
   check_memory(s,
                parameters * (c.do_train ? bytes_per_parameter(c) : 4.0) +
