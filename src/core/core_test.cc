@@ -69,6 +69,25 @@ TEST(AlignedBuffer, ZeroClearsEveryPieceAndTheTail) {
 
 // Known-answer test from the Random123 distribution (philox4x32_10, kat_vectors):
 // counter = key = 0 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8.
+// release_zeroed on a range that starts and ends inside pages: every float of the range reads 0
+// (whole pages handed back, the partial ones cleared), the neighbours keep their values.
+TEST(AlignedBuffer, ReleaseZeroedClearsExactlyTheRange) {
+  AlignedBuffer<float> b(3 << 20);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 1.0f + static_cast<float>(i % 5);
+  const size_t begin = 1001, end = b.size() - 777;
+  keep_small_pages(b.data() + begin, (end - begin) * sizeof(float));
+  release_zeroed(b.data() + begin, (end - begin) * sizeof(float));
+  for (size_t i = 0; i < b.size(); ++i) {
+    const float want = i >= begin && i < end ? 0.0f : 1.0f + static_cast<float>(i % 5);
+    ASSERT_EQ(b[i], want) << i;
+  }
+  release_zeroed(b.data() + 3, 8);  // no whole page inside: cleared by hand
+  EXPECT_EQ(b[2], 3.0f);
+  EXPECT_EQ(b[3], 0.0f);
+  EXPECT_EQ(b[4], 0.0f);
+  EXPECT_EQ(b[5], 1.0f);
+}
+
 TEST(Philox, KnownAnswer) {
   const auto out = philox4x32(RngKey{0, 0}, 0);
   EXPECT_EQ(out[0], 0x6627e8d5u);
