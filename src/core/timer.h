@@ -1,7 +1,9 @@
-// Wall-clock timing.
+// Wall-clock timing, and the current time as text.
 #pragma once
 
 #include <chrono>
+#include <ctime>
+#include <string>
 
 namespace cpuft {
 
@@ -16,5 +18,14 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_;
 };
+
+// The current UTC time in a strftime format, e.g. "%Y-%m-%dT%H:%M:%SZ".
+inline std::string utc_now(const char* format) {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[64];
+  return std::string(text, std::strftime(text, sizeof text, format, &utc));
+}
 
 }  // namespace cpuft

@@ -1,6 +1,5 @@
 #include "train/machine_peak.h"
 
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -9,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/timer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -37,15 +37,6 @@ json read_cache(const std::string& path) {
   return cache.is_object() ? cache : json::object();
 }
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 }  // namespace
 
 MachinePeak machine_peak(bool bf16, int threads) {
@@ -66,8 +57,9 @@ MachinePeak machine_peak(bool bf16, int threads) {
   result.peak = measure_compute_peak(bf16, threads, kProbeScale);
   if (result.cache_path.empty() || result.peak.gflops <= 0) return result;
   try {  // best effort: another run may write it at the same moment (the last rename wins)
-    cache[key] = {
-        {"gflops", result.peak.gflops}, {"unit", result.peak.unit}, {"measured", utc_now()}};
+    cache[key] = {{"gflops", result.peak.gflops},
+                  {"unit", result.peak.unit},
+                  {"measured", utc_now("%Y-%m-%dT%H:%M:%SZ")}};
     std::error_code error;
     fs::create_directories(fs::path(result.cache_path).parent_path(), error);
     AtomicFile file(result.cache_path);

@@ -14,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/timer.h"
 #include "train/distributed.h"
 
 namespace fs = std::filesystem;
@@ -44,12 +45,7 @@ std::string refusal(const fs::path& dir, const std::string& holder) {
 }
 
 std::string now_utc() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &utc);
-  return text;
+  return utc_now("%Y-%m-%d %H:%M:%S UTC");
 }
 
 bool same_file(int fd, const std::string& path) {
