@@ -67,8 +67,6 @@ TEST(AlignedBuffer, ZeroClearsEveryPieceAndTheTail) {
   EXPECT_EQ(buffer[n], 0.0f);
 }
 
-// Known-answer test from the Random123 distribution (philox4x32_10, kat_vectors):
-// counter = key = 0 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8.
 // release_zeroed on a range that starts and ends inside pages: every float of the range reads 0
 // (whole pages handed back, the partial ones cleared), the neighbours keep their values.
 TEST(AlignedBuffer, ReleaseZeroedClearsExactlyTheRange) {
@@ -88,6 +86,8 @@ TEST(AlignedBuffer, ReleaseZeroedClearsExactlyTheRange) {
   EXPECT_EQ(b[5], 1.0f);
 }
 
+// Known-answer test from the Random123 distribution (philox4x32_10, kat_vectors):
+// counter = key = 0 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8.
 TEST(Philox, KnownAnswer) {
   const auto out = philox4x32(RngKey{0, 0}, 0);
   EXPECT_EQ(out[0], 0x6627e8d5u);

@@ -21,8 +21,6 @@
 namespace cpuft {
 namespace {
 
-// Values of transformers.get_scheduler(name, opt, num_warmup_steps=2, num_training_steps=10) for
-// base lr 1.0 at optimizer steps 0..10, computed by hand from the published lambdas.
 // clip_grad_norm (the norm torch computes; scaling when above max_norm), with and without
 // MostlyZeroRows: the same norm and the same bits; the all-zero rows are left unwritten and the
 // others scaled. Without clipping (norm below max_norm) nothing changes.
@@ -51,6 +49,8 @@ TEST(ClipGradNorm, MostlyZeroRowsGiveTheSameBits) {
   EXPECT_EQ(small, kept);
 }
 
+// Values of transformers.get_scheduler(name, opt, num_warmup_steps=2, num_training_steps=10) for
+// base lr 1.0 at optimizer steps 0..10, computed by hand from the published lambdas.
 TEST(LrSchedule, LinearWithWarmup) {
   LrSchedule s{ScheduleKind::linear, 1.0, 2, 10};
   EXPECT_DOUBLE_EQ(s.lr(0), 0.0);

@@ -46,12 +46,12 @@ ExchangeForecast forecast_exchange(const LinkProbe& link,
   std::vector<BucketTask> tasks;
   for (const GradReducer::BucketExchange& b : buckets) {
     CPUFT_REQUIRE(b.bytes >= 0 && b.collectives >= 1, "bad bucket exchange");
-    tasks.push_back({b.ready_seconds, link.seconds(static_cast<double>(b.bytes)) +
-                                          (b.collectives - 1) * link.small_seconds});
+    // A bucket launched after backward's end (clock noise at the last layer) is ready at its end.
+    tasks.push_back(
+        {std::min(b.ready_seconds, backward_seconds),
+         link.seconds(static_cast<double>(b.bytes)) + (b.collectives - 1) * link.small_seconds});
     f.bytes += static_cast<double>(b.bytes);
   }
-  // A bucket launched after backward's end (clock noise at the last layer) is ready at its end.
-  for (BucketTask& t : tasks) t.ready_seconds = std::min(t.ready_seconds, backward_seconds);
   const OverlapResult r = simulate_overlap(backward_seconds, tasks);
   f.buckets = static_cast<int>(tasks.size());
   for (double end : r.end_seconds) f.buckets_in_backward += end <= backward_seconds ? 1 : 0;

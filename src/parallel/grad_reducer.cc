@@ -166,12 +166,11 @@ void GradReducer::finish() {
   stats.buckets = plan_.num_buckets();
   double comm = 0, hidden = 0;
   Clock::time_point covered = Clock::time_point::min();
-  const int64_t value_bytes = bf16_ ? 2 : 4;
   for (size_t b = 0; b < done_.size(); ++b) {
     const bool sparse = static_cast<int>(b) == sparse_bucket_;
     stats.floats += sparse ? sparse_floats_ : plan_.buckets()[b].floats();
     exchange_[b] = {seconds(launched_at_[b] - began_at_),
-                    sparse ? sparse_bytes_ : plan_.buckets()[b].floats() * value_bytes,
+                    sparse ? sparse_bytes_ : plan_.buckets()[b].floats() * value_bytes(),
                     sparse ? 2 : 1};
     const Clock::time_point start = std::max(launched_at_[b], covered);
     const Clock::time_point end = done_at_[b];
@@ -231,7 +230,7 @@ void GradReducer::sparse_launch(int bucket) {
   }
   flags_handle_ = comm_.all_reduce_sum_async(flags, sparse_.rows, context);
   sparse_floats_ = range.floats() - sparse_.rows * width + sparse_.rows;
-  sparse_bytes_ = (range.floats() - sparse_.rows * width) * (bf16_ ? 2 : 4) + sparse_.rows * 4;
+  sparse_bytes_ = (range.floats() - sparse_.rows * width) * value_bytes() + sparse_.rows * 4;
   sparse_phase_ = SparsePhase::flags;
 }
 
@@ -275,7 +274,7 @@ void GradReducer::sparse_pack_and_launch() {
     if (r != k) std::memcpy(rows + k * width, rows + r * width, sizeof(float) * width);
   }
   sparse_floats_ += count * width;
-  sparse_bytes_ += count * width * (bf16_ ? 2 : 4);
+  sparse_bytes_ += count * width * value_bytes();
   if (count == 0) {
     sparse_phase_ = SparsePhase::done;
     return;

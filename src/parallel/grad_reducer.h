@@ -85,6 +85,8 @@ class GradReducer {
   // on one rank.
   void set_bf16_exchange(bool on);
   bool bf16_exchange() const { return bf16_; }
+  // Bytes of one exchanged gradient value: 2 under bf16 exchange, else 4 (the row flags are 4).
+  int64_t value_bytes() const { return bf16_ ? 2 : 4; }
 
   const ReduceStats& last_stats() const { return stats_; }
   // What each bucket of the last finished step exchanged and when it could start: the input of an

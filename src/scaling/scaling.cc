@@ -163,7 +163,6 @@ std::string load_average() {
   return text;
 }
 
-// The trainer's buckets: layers in backward order, cut at cap_mb.
 // When each layer's gradients became final during backward: the step's listener and observer
 // (storage reserved up front, so the step stays allocation-free).
 class ReadyClock final : public GradListener, public StepObserver {

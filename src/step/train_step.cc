@@ -51,7 +51,7 @@ TrainStep::TrainStep(SequenceClassifier& model, const ParamLayout& layout,
   CPUFT_CHECK(static_cast<int64_t>(params.size()) == layout.total_floats() &&
               static_cast<int64_t>(grads.size()) == layout.total_floats());
   CPUFT_CHECK(options.accumulation >= 1, "accumulation ", options.accumulation);
-  keep_small_pages(grads_.data() + word_rows_.begin, table_bytes());
+  release_word_table_gradient(layout, grads_);  // small pages, handed back
   zero_gradients();
 }
 
