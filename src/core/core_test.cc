@@ -17,6 +17,7 @@
 #include "core/buffer.h"
 #include "core/check.h"
 #include "core/rng.h"
+#include "core/timer.h"
 
 namespace cpuft {
 namespace {
@@ -237,6 +238,16 @@ TEST(AtomicFile, TempNames) {
   EXPECT_FALSE(is_atomic_temp_name(".tmp-123"));
   EXPECT_FALSE(is_atomic_temp_name("notes.tmp-draft"));
   EXPECT_FALSE(is_atomic_temp_name("x.tmp-"));
+}
+
+TEST(Timer, FormatsDurations) {
+  EXPECT_EQ(format_duration(6.2), "6s");
+  EXPECT_EQ(format_duration(245), "4m05s");
+  EXPECT_EQ(format_duration(466), "7m46s");
+  EXPECT_EQ(format_duration(3723), "1h02m03s");
+  EXPECT_EQ(format_duration(11 * 3600 + 22 * 60), "11h22m00s");
+  EXPECT_EQ(format_duration(-1), "?");
+  EXPECT_EQ(format_duration(std::nan("")), "?");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <string>
 
@@ -18,6 +19,21 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_;
 };
+
+// "1h02m03s", "4m05s", "6s" ("?" for a negative or absurd time, e.g. an ETA before any step).
+inline std::string format_duration(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e7) return "?";
+  const auto total = static_cast<long long>(seconds + 0.5);
+  const long long h = total / 3600, m = total / 60 % 60, s = total % 60;
+  char buffer[32];
+  if (h > 0)
+    std::snprintf(buffer, sizeof buffer, "%lldh%02lldm%02llds", h, m, s);
+  else if (m > 0)
+    std::snprintf(buffer, sizeof buffer, "%lldm%02llds", m, s);
+  else
+    std::snprintf(buffer, sizeof buffer, "%llds", s);
+  return buffer;
+}
 
 // The current UTC time in a strftime format, e.g. "%Y-%m-%dT%H:%M:%SZ".
 inline std::string utc_now(const char* format) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -61,6 +62,17 @@ std::vector<double> bucket_ready_seconds(const ComputeProfile& profile, const Bu
   return ready;
 }
 
+ComputeProfile scale_profile(const ComputeProfile& profile, double host_speed) {
+  CPUFT_REQUIRE(host_speed > 0 && std::isfinite(host_speed), "--host_speed must be positive, got ",
+                host_speed);
+  ComputeProfile scaled = profile;
+  scaled.forward_seconds /= host_speed;
+  scaled.backward_seconds /= host_speed;
+  scaled.optimizer_seconds /= host_speed;
+  for (double& t : scaled.layer_ready_seconds) t /= host_speed;
+  return scaled;
+}
+
 double bucket_comm_seconds(int64_t floats, bool last_bucket, int hosts, const LinkModel& link,
                            const ExchangeModel& exchange) {
   const double values = static_cast<double>(floats);
@@ -101,22 +113,47 @@ ScalingPoint predict_scaling(const ComputeProfile& profile, const BucketPlan& pl
   return p;
 }
 
+int64_t steps_per_epoch(int64_t samples, int hosts, int per_host_batch) {
+  CPUFT_REQUIRE(samples >= 0 && hosts >= 1 && per_host_batch >= 1,
+                "a training run needs samples >= 0, hosts >= 1 and a batch >= 1");
+  const int64_t per_rank = (samples + hosts - 1) / hosts;
+  return (per_rank + per_host_batch - 1) / per_host_batch;
+}
+
+int64_t training_steps(const TrainingRun& run, int hosts, int per_host_batch) {
+  CPUFT_REQUIRE(run.epochs > 0 && std::isfinite(run.epochs), "--epochs must be positive, got ",
+                run.epochs);
+  return static_cast<int64_t>(std::ceil(
+      run.epochs * static_cast<double>(steps_per_epoch(run.samples, hosts, per_host_batch))));
+}
+
 std::string format_scaling_table(const std::vector<ScalingPoint>& points, const LinkModel& link,
-                                 int per_host_batch) {
+                                 int per_host_batch, const TrainingRun& run) {
   std::ostringstream out;
   char line[256];
   std::snprintf(line, sizeof line, "link %s, %.0f us per message, ring all-reduce:\n",
                 link.label.c_str(), link.latency_seconds * 1e6);
   out << line;
-  std::snprintf(line, sizeof line, "%6s %13s %9s %8s %10s %10s %12s %8s\n", "hosts", "global_batch",
+  std::snprintf(line, sizeof line, "%6s %13s %9s %8s %10s %10s %12s %8s", "hosts", "global_batch",
                 "step_s", "speedup", "efficiency", "comm_s", "exposed_s", "overlap");
   out << line;
+  if (run.samples > 0) out << str(" ", std::setw(8), "steps", std::setw(11), "train_time");
+  out << "\n";
   for (const ScalingPoint& p : points) {
-    std::snprintf(line, sizeof line, "%6d %13d %9.3f %8.2f %10.2f %10.3f %12.3f %8.2f\n", p.hosts,
+    std::snprintf(line, sizeof line, "%6d %13d %9.3f %8.2f %10.2f %10.3f %12.3f %8.2f", p.hosts,
                   p.hosts * per_host_batch, p.step_seconds, p.speedup, p.efficiency, p.comm_seconds,
                   p.exposed_seconds, p.overlap_ratio);
     out << line;
+    if (run.samples > 0) {
+      const int64_t steps = training_steps(run, p.hosts, per_host_batch);
+      out << str(" ", std::setw(8), steps, std::setw(11),
+                 format_duration(static_cast<double>(steps) * p.step_seconds));
+    }
+    out << "\n";
   }
+  if (run.samples > 0)
+    out << str("train_time: ", run.epochs, " epochs of ", run.samples,
+               " samples, steps x step_s (start-up, data and evaluation left out)\n");
   return out.str();
 }
 
@@ -150,6 +187,13 @@ void add_bench_flags(CLI::App& app, BenchOptions& o) {
   app.add_option("--allreduce_reps", o.allreduce_reps, "All-reduce repetitions (2 ranks only)")
       ->capture_default_str();
   app.add_flag("--bf16", o.bf16, "Time the step with bf16 encoder products (as train --bf16)");
+  app.add_option("--host_speed", o.host_speed,
+                 "Model hosts this many times as fast as the measured step (comma list)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--train_samples", o.run.samples,
+                 "Training examples of a whole run: add its steps and time to the tables");
+  app.add_option("--epochs", o.run.epochs, "Epochs of that run")->capture_default_str();
 }
 
 namespace {
@@ -339,6 +383,9 @@ int run_bench(const BenchOptions& o) {
     exchange.table_width = table.width;
   }
 
+  CPUFT_REQUIRE(o.run.samples >= 0, "--train_samples must be >= 0");
+  if (o.run.samples > 0) training_steps(o.run, 1, o.batch);  // checks --epochs before measuring
+  for (double speed : o.host_speed) scale_profile(ComputeProfile{}, speed);  // checks the values
   const ComputeProfile profile = measure_compute(o, config, layout);
   const std::vector<double> ready = bucket_ready_seconds(profile, plan);
 
@@ -390,10 +437,19 @@ int run_bench(const BenchOptions& o) {
                         " rows per host (union bounded by N x that)")
                         .c_str()
                   : "whole");
-  for (const LinkModel& link : links) {
-    std::vector<ScalingPoint> points;
-    for (int h : o.hosts) points.push_back(predict_scaling(profile, plan, h, link, exchange));
-    std::printf("\n%s", format_scaling_table(points, link, o.batch).c_str());
+  for (double speed : o.host_speed) {
+    const ComputeProfile host = scale_profile(profile, speed);
+    if (speed != 1)
+      std::printf(
+          "\nhosts %g x as fast as this measurement (--host_speed): one step %.3f s = forward %.3f "
+          "+ backward %.3f + optimizer %.3f\n",
+          speed, host.step_seconds(), host.forward_seconds, host.backward_seconds,
+          host.optimizer_seconds);
+    for (const LinkModel& link : links) {
+      std::vector<ScalingPoint> points;
+      for (int h : o.hosts) points.push_back(predict_scaling(host, plan, h, link, exchange));
+      std::printf("\n%s", format_scaling_table(points, link, o.batch, o.run).c_str());
+    }
   }
   return 0;
 }

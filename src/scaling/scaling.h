@@ -53,6 +53,11 @@ struct ComputeProfile {
   double step_seconds() const { return forward_seconds + backward_seconds + optimizer_seconds; }
 };
 
+// The profile of a host `host_speed` times as fast as the measured one: every compute time divided
+// by it (a uniform speed-up: the layers keep their shares of backward). This is how a measured step
+// here stands for a bigger host's (docs/scaling.md, "The reference's table, modelled").
+ComputeProfile scale_profile(const ComputeProfile& profile, double host_speed);
+
 struct LinkModel {
   std::string label;            // "25 Gbit/s"
   double bytes_per_second = 0;  // S, per direction, achieved
@@ -96,9 +101,21 @@ struct ScalingPoint {
 ScalingPoint predict_scaling(const ComputeProfile& profile, const BucketPlan& plan, int hosts,
                              const LinkModel& link, const ExchangeModel& exchange = {});
 
-// The table printed by the bench, one line per host count, for one link.
+// A whole fine-tuning run at each host count: `epochs` passes over `samples` examples. Each rank
+// takes ceil(samples / hosts) of them per epoch (DistributedSampler's share) in batches of
+// `per_host_batch`, the last one partial: ceil(ceil(samples / hosts) / batch) steps per epoch, as
+// HF Trainer counts them. samples == 0: no run (the table has no time columns).
+struct TrainingRun {
+  int64_t samples = 0;
+  double epochs = 3;
+};
+int64_t steps_per_epoch(int64_t samples, int hosts, int per_host_batch);
+int64_t training_steps(const TrainingRun& run, int hosts, int per_host_batch);  // ceil(epochs x ..)
+
+// The table printed by the bench, one line per host count, for one link; with a TrainingRun, the
+// run's steps and its time (steps x predicted step: start-up, data and evaluation left out).
 std::string format_scaling_table(const std::vector<ScalingPoint>& points, const LinkModel& link,
-                                 int per_host_batch);
+                                 int per_host_batch, const TrainingRun& run = {});
 
 // `cpuft bench` flags and entry point (apps/cpuft.cc only wires them).
 struct BenchOptions {
@@ -116,6 +133,8 @@ struct BenchOptions {
   bool bf16 = false;                       // bf16 encoder products, as cpuft train --bf16
   std::string exchange_dtype = "float32";  // --gradient_exchange_dtype
   int64_t sparse_rows = 0;  // word-table rows one host touches per step (0: dense exchange)
+  std::vector<double> host_speed = {1};  // model hosts this many times as fast as measured
+  TrainingRun run;                       // --train_samples, --epochs: whole-run times in the tables
 };
 // Sequence lengths, one positive integer per line (e.g. bench/data/mrpc_train_lengths_cased.txt).
 std::vector<int> read_lengths(const std::string& path);

@@ -145,5 +145,51 @@ TEST(Scaling, TableHasOneLinePerHostCount) {
   EXPECT_NE(table.find("     2            64     7.000     1.43"), std::string::npos) << table;
 }
 
+// A host twice as fast: every compute time halves, so on a link that costs nothing the step
+// halves; on a real link the same bytes take a larger share of the shorter step.
+TEST(Scaling, HostSpeedDividesEveryComputeTime) {
+  const ThreeLayers t;
+  const ComputeProfile fast = scale_profile(t.profile, 2);
+  EXPECT_DOUBLE_EQ(fast.forward_seconds, 0.5);
+  EXPECT_DOUBLE_EQ(fast.backward_seconds, 1.5);
+  EXPECT_DOUBLE_EQ(fast.optimizer_seconds, 0.5);
+  EXPECT_EQ(fast.layers, t.profile.layers);
+  EXPECT_EQ(fast.layer_ready_seconds, (std::vector<double>{0.5, 1, 1.5}));
+  // N = 2: the buckets still cost 1, 2, 1 s, now ready at 0.5, 1, 1.5: [0.5, 1.5],
+  // [1.5, 3.5], [3.5, 4.5]; backward ends at 1.5, so the step is 0.5 + 4.5 + 0.5 = 5.5.
+  EXPECT_DOUBLE_EQ(predict_scaling(fast, t.plan, 2, t.link).step_seconds, 5.5);
+  EXPECT_THROW(scale_profile(t.profile, 0), Error);
+  EXPECT_THROW(scale_profile(t.profile, -1), Error);
+}
+
+// HF Trainer's count: each rank takes ceil(samples / hosts) examples an epoch, in batches whose
+// last is partial. MRPC's 3668 pairs at 32 per rank: 115, 58 and 29 steps on 1, 2 and 4 hosts.
+TEST(Scaling, TrainingStepsFollowTheSamplersShare) {
+  EXPECT_EQ(steps_per_epoch(3668, 1, 32), 115);
+  EXPECT_EQ(steps_per_epoch(3668, 2, 32), 58);
+  EXPECT_EQ(steps_per_epoch(3668, 4, 32), 29);
+  EXPECT_EQ(steps_per_epoch(64, 2, 32), 1);
+  EXPECT_EQ(steps_per_epoch(65, 2, 32), 2);  // 33 per rank
+  EXPECT_EQ(steps_per_epoch(0, 2, 32), 0);
+  EXPECT_EQ(training_steps({3668, 3}, 1, 32), 345);
+  EXPECT_EQ(training_steps({3668, 0.5}, 1, 32), 58);  // 57.5: the started step counts
+  EXPECT_EQ(training_steps({363846, 3}, 4, 32), 8529);
+  EXPECT_THROW(steps_per_epoch(10, 0, 32), Error);
+  EXPECT_THROW(training_steps({10, 0}, 1, 32), Error);
+}
+
+TEST(Scaling, TableWithARunHasItsStepsAndTime) {
+  const ThreeLayers t;
+  // 1 host: 5 s a step; 2 hosts: 7 s. 100 samples, 2 epochs, batch 32: 4 x 2 = 8 steps on one
+  // host (40 s), 2 x 2 = 4 on two (28 s).
+  const std::string table = format_scaling_table({predict_scaling(t.profile, t.plan, 1, t.link),
+                                                  predict_scaling(t.profile, t.plan, 2, t.link)},
+                                                 t.link, 32, TrainingRun{100, 2});
+  EXPECT_NE(table.find("train_time"), std::string::npos) << table;
+  EXPECT_NE(table.find("        8        40s\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("        4        28s\n"), std::string::npos) << table;
+  EXPECT_EQ(format_scaling_table({}, t.link, 32).find("train_time"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cpuft

@@ -6,22 +6,6 @@
 
 namespace cpuft {
 
-std::string format_duration(double seconds) {
-  if (seconds < 0 || seconds > 1e7) return "?";
-  const auto total = static_cast<int64_t>(seconds + 0.5);
-  const int64_t h = total / 3600, m = total / 60 % 60, s = total % 60;
-  char buffer[32];
-  if (h > 0)
-    std::snprintf(buffer, sizeof buffer, "%lldh%02lldm%02llds", static_cast<long long>(h),
-                  static_cast<long long>(m), static_cast<long long>(s));
-  else if (m > 0)
-    std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(m),
-                  static_cast<long long>(s));
-  else
-    std::snprintf(buffer, sizeof buffer, "%llds", static_cast<long long>(s));
-  return buffer;
-}
-
 void Progress::update(int64_t step, double loss, double samples_per_second,
                       double tokens_per_second, double mfu) {
   if (!enabled_) return;

@@ -28,7 +28,4 @@ class Progress {
   std::string last_;
 };
 
-// "1h02m03s", "4m05s", "6s".
-std::string format_duration(double seconds);
-
 }  // namespace cpuft

@@ -175,12 +175,6 @@ TEST(Outputs, SvgHasLossLineAndEvalPoints) {
   EXPECT_TRUE(svg.ends_with("</svg>\n"));
 }
 
-TEST(Progress, FormatsDurations) {
-  EXPECT_EQ(format_duration(6.2), "6s");
-  EXPECT_EQ(format_duration(245), "4m05s");
-  EXPECT_EQ(format_duration(3723), "1h02m03s");
-}
-
 // The *_strategy flags become cadences once: "steps" every N optimizer steps, "epoch" at each
 // epoch's end, "no" never.
 TEST(Cadence, StepsEpochAndNo) {
