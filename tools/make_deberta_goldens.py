@@ -13,6 +13,9 @@ The tiny DeBERTa: V 99, D 32, L 3, H 4 (head size 8), F 48, every dropout 0, two
                             with c2p and p2c, log buckets (position_buckets 8 over
                             max_relative_positions 16: distances above 4 are bucketed),
                             norm_rel_ebd layer_norm; 3 labels, cross-entropy.
+  golden_tiny_deberta_separate  the cls configuration with share_att_key false (HF's default): every
+                            layer projects the relative embeddings with pos_query_proj (p2c) and
+                            pos_key_proj (c2p) of its own; 3 labels, cross-entropy.
   golden_tiny_deberta_reg   DeBERTa-v2's older choices: an absolute position table and 2 token
                             types, no buckets (max_relative_positions 6: longer distances are
                             clamped), c2p only, no LayerNorm on the relative embeddings; 1 label,
@@ -22,7 +25,7 @@ one pad id (0) among the real tokens of the first sequence, whose row must stay 
 gradient. Weights: DeBERTa's init with initializer_range 0.2, then LayerNorm weights
 1 + N(0, 0.1), biases N(0, 0.1), every other tensor + N(0, 0.02).
 
-golden_tiny_deberta_cls_bf16 holds the cls fixture's outputs under cpuft's --bf16 arithmetic (the
+golden_tiny_deberta_{cls,separate}_bf16 hold the cls and separate fixtures' outputs under cpuft's --bf16 arithmetic (the
 six token products of each layer from bf16 inputs; make_bf16_goldens.py's emulation), for
 tests/golden/bf16_golden_test.cc.
 
@@ -54,12 +57,13 @@ HYPER_REG = {"lr": 1e-3, "weight_decay": 0.05, "beta1": 0.9, "beta2": 0.999, "ep
              "warmup_steps": 0, "total_steps": 5, "schedule": "linear", "steps": 3}
 
 
-def tiny_config(num_labels: int, problem_type: str, v3: bool) -> DebertaV2Config:
+def tiny_config(num_labels: int, problem_type: str, v3: bool,
+                share_att_key: bool = True) -> DebertaV2Config:
     common = dict(
         vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
         intermediate_size=48, max_position_embeddings=64, initializer_range=0.2,
         hidden_act="gelu", layer_norm_eps=1e-7, pad_token_id=0, relative_attention=True,
-        share_att_key=True, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        share_att_key=share_att_key, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
         pooler_dropout=0.0, cls_dropout=0.0, num_labels=num_labels, problem_type=problem_type,
     )
     if v3:
@@ -109,10 +113,17 @@ def perturb(model: torch.nn.Module, seed: int) -> None:
 def zero_true_grad_names(model, config) -> list[str]:
     """The key biases, where their exact gradient is 0: b_k adds q_i . b_k to every score of row i
     (through the keys and, with c2p, through the projected positions), to which softmax is
-    invariant. With p2c it also adds b_k . pq[row(i - j)], which varies along the row: not 0."""
-    if "p2c" in config.pos_att_type:
-        return []
-    return [n for n, _ in model.named_parameters() if n.endswith("attention.self.key_proj.bias")]
+    invariant. With p2c it also adds b_k . pq[row(i - j)], which varies along the row: not 0.
+    With share_att_key false and c2p, pos_key_proj's bias adds q_i . b_pk to every score of row i:
+    0 too, whatever else the config has."""
+    names = []
+    if "p2c" not in config.pos_att_type:
+        names += [n for n, _ in model.named_parameters()
+                  if n.endswith("attention.self.key_proj.bias")]
+    if not config.share_att_key and "c2p" in config.pos_att_type:
+        names += [n for n, _ in model.named_parameters()
+                  if n.endswith("attention.self.pos_key_proj.bias")]
+    return names
 
 
 def float64_logits(model, batch) -> torch.Tensor:
@@ -131,11 +142,11 @@ def float64_logits(model, batch) -> torch.Tensor:
 
 
 def make(out_dir: Path, name: str, seed: int, num_labels: int, v3: bool,
-         max_grad_norm: float) -> None:
+         max_grad_norm: float, share_att_key: bool = True) -> None:
     regression = num_labels == 1
     problem = "regression" if regression else "single_label_classification"
     torch.manual_seed(seed)
-    config = tiny_config(num_labels, problem, v3)
+    config = tiny_config(num_labels, problem, v3, share_att_key)
     model = DebertaV2ForSequenceClassification(config)
     perturb(model, seed + 1)
     labels = (torch.tensor([1.5, -0.75, 3.25, 0.5]) if regression
@@ -249,7 +260,9 @@ def main() -> None:
     mg.make_deterministic()
     make(args.out, "golden_tiny_deberta_cls", 7101, 3, True, 2.0)
     make(args.out, "golden_tiny_deberta_reg", 7201, 1, False, 8.0)
+    make(args.out, "golden_tiny_deberta_separate", 7311, 3, True, 2.0, share_att_key=False)
     make_bf16(args.out, "golden_tiny_deberta_cls")
+    make_bf16(args.out, "golden_tiny_deberta_separate")
 
 
 if __name__ == "__main__":

@@ -15,11 +15,14 @@ std::vector<Copy> layer_copies(const ParamLayout& layout) {
   std::vector<Copy> copies;
   bool in_copy = false;  // the previous entry belongs to the last copy
   for (const auto& e : layout.tables().layer) {
-    if (e.not_in_first_layer) {  // never a matrix (ModernBERT's attn_norm)
+    // Absent here: ModernBERT's attn_norm (never a matrix), DeBERTa's own position projections
+    // without share_att_key false (fp32 products, no copy either way).
+    const ParamSpec* spec = layout.find(prefix + e.name);
+    if (e.not_in_first_layer || spec == nullptr) {
       in_copy = false;
       continue;
     }
-    const int64_t numel = layout.at(prefix + e.name).numel;
+    const int64_t numel = spec->numel;
     if (e.bf16_view != nullptr) {
       copies.push_back(Copy{e.view, e.bf16_view, numel});
       in_copy = true;

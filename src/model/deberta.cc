@@ -49,6 +49,10 @@ struct DebertaBuffers {
       d_rel = a.take(S2 * D);
       d_rel_tmp = a.take(S2 * D);
       d_pos = a.take(S2 * 2 * D);
+      if (c.separate_position_projections()) {
+        pos_half = a.take(S2 * D);
+        d_rel_other = a.take(S2 * D);
+      }
     }
     layers.assign(static_cast<size_t>(c.num_hidden_layers), LayerActivations{});
     rel_in.assign(layers.size(), nullptr);
@@ -116,6 +120,9 @@ struct DebertaBuffers {
   float *rel = nullptr, *rel_mean = nullptr, *rel_rstd = nullptr;  // (2S, D) LayerNorm(rel_emb)
   float *d_rel = nullptr, *d_rel_tmp = nullptr;                    // (2S, D)
   float* d_pos = nullptr;                                          // (2S, 2D)
+  // share_att_key false: one projection's output or gradient, (2S, D), and the second
+  // projection's share of d_rel.
+  float *pos_half = nullptr, *d_rel_other = nullptr;
   std::vector<LayerActivations> layers;
   std::vector<float*> rel_in, pos;  // per layer: (2S, D) dropout(rel), (2S, 2D) its projection
   FirstTokenHeadBuffers head{};     // ContextPooler and the classifier (model/first_token_head.h)
@@ -146,6 +153,14 @@ struct DebertaClassifier::State : DebertaBuffers {
                 "rel_pos"),
         head_plans(c, limits.max_sequences),
         positions_table(c, limits.max_seq_len) {
+    if (c.separate_position_projections()) {
+      const int64_t span_rows = 2 * c.relative_span(), D = c.hidden_size;
+      if (c.position_to_content)
+        pos_query =
+            std::make_unique<LinearPlans>(span_rows, D, D, MatmulPrecision::f32, "pos_query");
+      if (c.content_to_position)
+        pos_key = std::make_unique<LinearPlans>(span_rows, D, D, MatmulPrecision::f32, "pos_key");
+    }
     if (precision == MatmulPrecision::bf16)
       bf16_weights = std::make_unique<Bf16Weights>(ParamLayout(c));
   }
@@ -157,6 +172,9 @@ struct DebertaClassifier::State : DebertaBuffers {
   EncoderPlans plans;
   // pos (rows, 2D) = rel (rows, D) Wqk^T + bqk: the first 2D rows of the layer's Wqkv and bqkv.
   LinearPlans rel_pos;
+  // share_att_key false: pq (rows, D) = rel Wpq^T + bpq (p2c), pk = rel Wpk^T + bpk (c2p), each
+  // written into its half of pos; nullptr where absent.
+  std::unique_ptr<LinearPlans> pos_query, pos_key;
   FirstTokenHead head_plans;  // fp32, as SequenceClassifier's
   RelativePositions positions_table;
   std::unique_ptr<Bf16Weights> bf16_weights;
@@ -244,6 +262,24 @@ RngKey relative_key(const StepContext& context, size_t layer) {
   return dropout_key(context, static_cast<uint32_t>(layer), kRelativeEmbeddingsSite);
 }
 
+// Half `half` (columns [half D, (half + 1) D)) of the (R, 2D) rows of pos, to or from (R, D).
+void write_half(float* pos, const float* part, int64_t R, int64_t D, int half) {
+  for (int64_t r = 0; r < R; ++r) std::copy_n(part + r * D, D, pos + r * 2 * D + half * D);
+}
+void read_half(float* part, const float* pos, int64_t R, int64_t D, int half) {
+  for (int64_t r = 0; r < R; ++r) std::copy_n(pos + r * 2 * D + half * D, D, part + r * D);
+}
+
+// One of the relative embeddings' own projections (share_att_key false) and the half of pos it
+// fills: pos_query_proj's pq (p2c) the first, pos_key_proj's pk (c2p) the second.
+struct PositionProjection {
+  const LinearPlans* plan;  // nullptr: absent
+  const float* w;           // (D, D)
+  float* d_w;
+  float* d_b;
+  int half;
+};
+
 }  // namespace
 
 void DebertaClassifier::forward(const ModelParams& p, const Batch& batch,
@@ -306,7 +342,19 @@ void DebertaClassifier::forward(const ModelParams& p, const Batch& batch,
       float* rel_in = s.rel_in[l] + r0 * D;
       packed_dropout_forward(k, rel_in, s.rel + r0 * D, step.dims.hidden_dropout,
                              relative_key(context, l), step.relative_rows);
-      s.rel_pos.forward(s.pos[l] + r0 * 2 * D, rel_in, lp.qkv_w, lp.qkv_b, R);
+      float* pos = s.pos[l] + r0 * 2 * D;
+      if (c.share_att_key) {
+        s.rel_pos.forward(pos, rel_in, lp.qkv_w, lp.qkv_b, R);
+      } else {
+        if (s.pos_query) {
+          s.pos_query->forward(s.pos_half, rel_in, lp.pos_q_w, lp.pos_q_b, R);
+          write_half(pos, s.pos_half, R, D, 0);
+        }
+        if (s.pos_key) {
+          s.pos_key->forward(s.pos_half, rel_in, lp.pos_k_w, lp.pos_k_b, R);
+          write_half(pos, s.pos_half, R, D, 1);
+        }
+      }
     }
     disentangled_attention_forward(a.ctx, a.probs, a.qkv, s.pos[l], batch.seq_offsets.data(),
                                    s.prob_offsets.data(), s.sample_ids, B, step.attention,
@@ -384,9 +432,27 @@ void DebertaClassifier::backward(const ModelParams& p, const ModelParams& g,
     // undo: pos = dropout(rel) Wqk^T + bqk; d_rel gathers every layer's share
     if (c.relative_attention) {
       const float* d_pos = s.d_pos + r0 * 2 * D;
-      s.rel_pos.backward_weights(lg.qkv_w, d_pos, s.rel_in[ul] + r0 * D, R);
-      k.bias_backward(lg.qkv_b, d_pos, R, 2 * D);
-      s.rel_pos.backward_data(s.d_rel_tmp, d_pos, lp.qkv_w, R);
+      const float* rel_in = s.rel_in[ul] + r0 * D;
+      if (c.share_att_key) {
+        s.rel_pos.backward_weights(lg.qkv_w, d_pos, rel_in, R);
+        k.bias_backward(lg.qkv_b, d_pos, R, 2 * D);
+        s.rel_pos.backward_data(s.d_rel_tmp, d_pos, lp.qkv_w, R);
+      } else {
+        const PositionProjection projections[2] = {
+            {s.pos_query.get(), lp.pos_q_w, lg.pos_q_w, lg.pos_q_b, 0},
+            {s.pos_key.get(), lp.pos_k_w, lg.pos_k_w, lg.pos_k_b, 1}};
+        bool first = true;  // the first writes d_rel_tmp, the second adds its share
+        for (const PositionProjection& pp : projections) {
+          if (pp.plan == nullptr) continue;
+          read_half(s.pos_half, d_pos, R, D, pp.half);
+          pp.plan->backward_weights(pp.d_w, s.pos_half, rel_in, R);
+          k.bias_backward(pp.d_b, s.pos_half, R, D);
+          pp.plan->backward_data(first ? s.d_rel_tmp : s.d_rel_other, s.pos_half, pp.w, R);
+          if (!first) add_into(s.d_rel_tmp, s.d_rel_other, R * D);
+          first = false;
+        }
+        if (first) std::fill_n(s.d_rel_tmp, R * D, 0.0f);  // no c2p, no p2c: pos unused
+      }
       packed_dropout_backward(k, s.d_rel_tmp, s.d_rel_tmp, step.dims.hidden_dropout,
                               relative_key(context, ul), step.relative_rows);
       add_into(s.d_rel + r0 * D, s.d_rel_tmp, R * D);

@@ -7,7 +7,9 @@
 //   layer l (BERT's post-norm layer, encoder_layer.h, with another attention):
 //     qkv   = x Wqkv^T + bqkv                                       (N, 3D)
 //     pos   = dropout(rel) Wqk^T + bqk                              (2S, 2D) the same query and
-//                                                                            key weights
+//                                                                            key weights; with
+//             share_att_key false: [rel Wpq^T + bpq | rel Wpk^T + bpk]      pos_query_proj (p2c)
+//                                                                            and pos_key_proj (c2p)
 //     ctx   = disentangled_attention(qkv, pos)                      (N, D)  model/disentangled_
 //                                                                            attention.h
 //     out   = rowwise(ctx, x): dense, dropout, +x, LN, FFN, +, LN   (N, D)

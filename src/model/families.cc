@@ -17,7 +17,8 @@ using L = ParamEntry<LayerParams>;
 using B = LayerBf16Weights;
 constexpr Dim V = Dim::vocab, P = Dim::positions, Ty = Dim::token_types, Em = Dim::embedding,
               D = Dim::hidden, D3 = Dim::qkv, F = Dim::intermediate, F2 = Dim::gated_intermediate,
-              Rel = Dim::relative, RelNorm = Dim::relative_norm, Lb = Dim::labels, none = Dim::none;
+              Rel = Dim::relative, RelNorm = Dim::relative_norm, PosQ = Dim::position_query,
+              PosK = Dim::position_key, Lb = Dim::labels, none = Dim::none;
 
 // BERT, RoBERTa, XLM-RoBERTa and ELECTRA share the embeddings (ELECTRA's are E wide, E = D in the
 // others) and the encoder layer; ELECTRA projects the embeddings to D when E != D.
@@ -194,6 +195,12 @@ constexpr L kDebertaLayer[] = {
     {"attention.self.query_proj.bias", {D, none}, K::bias, &LayerParams::qkv_b},
     {"attention.self.key_proj.bias", {D, none}, K::bias, nullptr, true},
     {"attention.self.value_proj.bias", {D, none}, K::bias, nullptr, true},
+    // share_att_key false: the relative embeddings' own projections (fp32 products of 2S rows,
+    // no bf16 copy), as HF creates them: c2p's key, p2c's query.
+    {"attention.self.pos_key_proj.weight", {PosK, D}, K::matrix, &LayerParams::pos_k_w},
+    {"attention.self.pos_key_proj.bias", {PosK, none}, K::bias, &LayerParams::pos_k_b},
+    {"attention.self.pos_query_proj.weight", {PosQ, D}, K::matrix, &LayerParams::pos_q_w},
+    {"attention.self.pos_query_proj.bias", {PosQ, none}, K::bias, &LayerParams::pos_q_b},
     {"attention.output.dense.weight",
      {D, D},
      K::matrix,
@@ -289,6 +296,10 @@ int64_t extent(Dim dim, const ModelConfig& c) {
       return c.relative_attention ? 2 * c.relative_span() : 0;
     case Dim::relative_norm:
       return c.relative_norm ? c.hidden_size : 0;
+    case Dim::position_query:
+      return c.separate_position_projections() && c.position_to_content ? c.hidden_size : 0;
+    case Dim::position_key:
+      return c.separate_position_projections() && c.content_to_position ? c.hidden_size : 0;
     case Dim::labels:
       return c.num_labels;
   }

@@ -178,8 +178,8 @@ std::vector<std::string> split_bar_list(const std::string& text) {
 }
 
 // DebertaV2Config (transformers 5.24) into the shared fields. What cpuft does not implement (the
-// convolution after layer 0, separate position projections, an embedding projection, other
-// activations) is refused naming the field.
+// convolution after layer 0, an embedding projection, other activations) is refused naming the
+// field.
 void parse_deberta_v2(const FieldReader& reader, ModelConfig& c) {
   const std::string& label = reader.label;
   reader.require_value("hidden_act", "gelu");
@@ -247,11 +247,8 @@ void parse_deberta_v2(const FieldReader& reader, ModelConfig& c) {
     (t == "c2p" ? c.content_to_position : c.position_to_content) = true;
   }
   if (c.relative_attention && (c.content_to_position || c.position_to_content)) {
-    bool share_att_key = false;  // HF's default
-    read_bool("share_att_key", share_att_key);
-    CPUFT_REQUIRE(share_att_key, label,
-                  ": field 'share_att_key' is false; cpuft supports only true (DeBERTa-v2/v3's: "
-                  "the relative positions projected by the layer's own query and key weights)");
+    c.share_att_key = false;  // HF's default
+    read_bool("share_att_key", c.share_att_key);
   }
   c.position_buckets = -1;
   reader.read("position_buckets", c.position_buckets, false);

@@ -67,13 +67,19 @@ struct ModelConfig {
   int64_t position_buckets = 0;        // > 0: relative positions in log buckets (v3: 256)
   int64_t max_relative_positions = 0;  // resolved: < 1 in config.json means P
   bool relative_norm = false;          // norm_rel_ebd "layer_norm": LayerNorm on rel_embeddings
-  double pooler_dropout = 0;           // ContextPooler's dropout on the first token
+  // share_att_key: the relative embeddings are projected by the layer's own query and key weights
+  // (v3's); false: by pos_query_proj (p2c) and pos_key_proj (c2p) of their own (HF's default).
+  bool share_att_key = true;
+  double pooler_dropout = 0;  // ContextPooler's dropout on the first token
 
   // DeBERTa: the relative embedding rows are 2 S, S = position_buckets if > 0 else
   // max_relative_positions.
   int64_t relative_span() const {
     return position_buckets > 0 ? position_buckets : max_relative_positions;
   }
+
+  // DeBERTa's pos_query_proj / pos_key_proj exist (for p2c / c2p).
+  bool separate_position_projections() const { return relative_attention && !share_att_key; }
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }  // Dh
   // Tokens a sliding layer's token sees on each side (HF's config.sliding_window).

@@ -26,6 +26,11 @@ struct LayerParams {
   float* ffn_out_b;   // (D)
   float* ffn_ln_w;    // (D)
   float* ffn_ln_b;    // (D)
+  // DeBERTa with share_att_key false, else nullptr: the relative embeddings' projections.
+  float* pos_q_w = nullptr;  // (D, D) pos_query_proj (p2c)
+  float* pos_q_b = nullptr;  // (D)
+  float* pos_k_w = nullptr;  // (D, D) pos_key_proj (c2p)
+  float* pos_k_b = nullptr;  // (D)
 };
 
 struct ModelParams {

@@ -309,7 +309,8 @@ TEST(Families, PositionIdsPerPackedSequence) {
 }
 
 // The tables bind every member of the view structs (each is a struct of pointers only, so a
-// member the tables forget stays null), and every encoder matrix gets a bf16 copy.
+// member the tables forget stays null), and every encoder matrix gets a bf16 copy. LayerParams'
+// DeBERTa position projections exist only with share_att_key false: bound there.
 TEST(ParamTables, BindEveryViewMemberAndCopyEveryEncoderMatrix) {
   const ModelConfig c = parse_model_config(kTinyConfig, "cfg.json");
   const ParamLayout layout(c);
@@ -322,7 +323,20 @@ TEST(ParamTables, BindEveryViewMemberAndCopyEveryEncoderMatrix) {
     return std::find(members.begin(), members.end(), nullptr) == members.end();
   };
   ASSERT_EQ(p.layers.size(), 2u);
-  for (const LayerParams& lp : p.layers) EXPECT_TRUE(all_bound(lp));
+  for (LayerParams lp : p.layers) {
+    EXPECT_FALSE(lp.pos_q_w || lp.pos_q_b || lp.pos_k_w || lp.pos_k_b);
+    lp.pos_q_w = lp.pos_q_b = lp.pos_k_w = lp.pos_k_b = lp.qkv_w;  // not BERT's
+    EXPECT_TRUE(all_bound(lp));
+  }
+  const ModelConfig deberta = parse_model_config(
+      R"({"model_type": "deberta-v2", "vocab_size": 9, "hidden_size": 8, "num_hidden_layers": 2,
+          "num_attention_heads": 2, "intermediate_size": 8, "max_position_embeddings": 16,
+          "relative_attention": true, "pos_att_type": "p2c|c2p", "share_att_key": false})",
+      "deberta.json");
+  const ParamLayout deberta_layout(deberta);
+  std::vector<float> deberta_buffer(static_cast<size_t>(deberta_layout.total_floats()));
+  for (const LayerParams& lp : bind_params(deberta_layout, deberta, deberta_buffer.data()).layers)
+    EXPECT_TRUE(all_bound(lp));
   EXPECT_TRUE(p.word_emb && p.pos_emb && p.type_emb && p.emb_ln_w && p.emb_ln_b && p.head_dense_w &&
               p.head_dense_b && p.head_out_w && p.head_out_b);
   const Bf16Weights copies(layout);

@@ -37,7 +37,9 @@ inline bool decays(ParamKind kind) {
 // A dimension of a shape, read from the config.
 // qkv: 3 x hidden (ModernBERT's one Wqkv tensor); gated_intermediate: 2 x intermediate (its GeGLU
 // input projection, input and gate halves); relative: 2 S rows of DeBERTa's relative embeddings
-// (ModelConfig::relative_span), relative_norm: hidden when DeBERTa normalizes them. An extent can
+// (ModelConfig::relative_span), relative_norm: hidden when DeBERTa normalizes them;
+// position_query / position_key: hidden where DeBERTa projects them with weights of their own
+// (share_att_key false: pos_query_proj for p2c, pos_key_proj for c2p). An extent can
 // be 0 (no token types, no position table, no relative attention): that tensor does not exist.
 enum class Dim {
   none,
@@ -51,6 +53,8 @@ enum class Dim {
   gated_intermediate,
   relative,
   relative_norm,
+  position_query,
+  position_key,
   labels
 };
 int64_t extent(Dim dim, const ModelConfig& config);

@@ -114,17 +114,24 @@ if [ -d "$fixtures/tokenizers/deberta_v3_unigram" ]; then
     --tokenizer "$fixtures/tokenizers/deberta_v3_unigram" --vocab_size 8001
 fi
 
-# A DeBERTa config with an option cpuft does not implement (separate position projections) is
+# DeBERTa with share_att_key false (HF's default): each layer's own pos_query_proj / pos_key_proj.
+NAME=deberta_separate run_family deberta DebertaV2ForSequenceClassification \
+  --fixture golden_tiny_deberta_separate.safetensors
+grep -q '"share_att_key": false' "$work/deberta_separate-run/config.json" && pass ||
+  fail "deberta_separate: the output config lost share_att_key false"
+
+# A DeBERTa config with an option cpuft does not implement (the convolution after layer 0) is
 # refused in one line naming the field, before anything is written.
-"$make_tiny_model" "$work/deberta-separate" --family deberta --no-head >/dev/null
-sed -i 's/"share_att_key": true/"share_att_key": false/' "$work/deberta-separate/config.json"
-if "$cpuft" train --model_name_or_path "$work/deberta-separate" --train_file "$work/train.tsv" \
-    --do_train --max_steps 1 --output_dir "$work/deberta-separate-run" >"$work/separate.log" 2>&1; then
-  fail "a DeBERTa config with share_att_key false was accepted"
+"$make_tiny_model" "$work/deberta-conv" --family deberta --no-head >/dev/null
+sed -i 's/"share_att_key": true/"share_att_key": true, "conv_kernel_size": 3/' \
+  "$work/deberta-conv/config.json"
+if "$cpuft" train --model_name_or_path "$work/deberta-conv" --train_file "$work/train.tsv" \
+    --do_train --max_steps 1 --output_dir "$work/deberta-conv-run" >"$work/conv.log" 2>&1; then
+  fail "a DeBERTa config with conv_kernel_size 3 was accepted"
 else
-  [ "$(grep -c '^error:' "$work/separate.log")" = 1 ] && grep -q "share_att_key" "$work/separate.log" &&
-    [ ! -e "$work/deberta-separate-run" ] && pass ||
-    fail "share_att_key false: $(cat "$work/separate.log")"
+  [ "$(grep -c '^error:' "$work/conv.log")" = 1 ] && grep -q "conv_kernel_size" "$work/conv.log" &&
+    [ ! -e "$work/deberta-conv-run" ] && pass ||
+    fail "conv_kernel_size 3: $(cat "$work/conv.log")"
 fi
 
 # Weights as hubs ship them: a sharded checkpoint loads; a folder of pickles is refused in one line

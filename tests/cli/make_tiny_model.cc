@@ -5,7 +5,8 @@
 // sentences built from those words tokenize to in-vocabulary ids. --no-head leaves out the
 // classifier (as a pretrained BertModel checkpoint has none); --labels K writes a K-label
 // head. --family distilbert|roberta|xlm_roberta|electra|modernbert|deberta takes that family's
-// golden fixture instead (golden_tiny_<F>_cls); --vocab_size V grows the word table to V rows
+// golden fixture instead (golden_tiny_<F>_cls; --fixture FILE names another of that family's,
+// e.g. golden_tiny_deberta_separate.safetensors); --vocab_size V grows the word table to V rows
 // (small random rows), for a tokenizer with more tokens than the fixture's 99; --tokenizer DIR
 // copies DIR's files instead of writing the WordPiece vocab.txt.
 #include <cmath>
@@ -26,12 +27,12 @@ int main(int argc, char** argv) {
   try {
     CPUFT_REQUIRE(argc >= 2,
                   "usage: make_tiny_model OUT_DIR [--family F] [--no-head] [--no-dropout] "
-                  "[--labels K] [--vocab_size V] [--tokenizer DIR]");
+                  "[--labels K] [--vocab_size V] [--tokenizer DIR] [--fixture FILE]");
     const fs::path out(argv[1]);
     bool head = true;
     double dropout = 0.1;
     int labels = 3;
-    std::string family, tokenizer_dir;
+    std::string family, tokenizer_dir, fixture_name;
     int64_t vocab_size = 0;
     for (int i = 2; i < argc; ++i) {
       const std::string arg = argv[i];
@@ -45,13 +46,16 @@ int main(int argc, char** argv) {
         family = argv[++i];
       else if (arg == "--tokenizer" && i + 1 < argc)
         tokenizer_dir = argv[++i];
+      else if (arg == "--fixture" && i + 1 < argc)
+        fixture_name = argv[++i];
       else if (arg == "--vocab_size" && i + 1 < argc)
         vocab_size = std::stoll(argv[++i]);
       else
         throw cpuft::Error("unknown argument " + arg);
     }
-    const std::string fixture_name = family.empty() ? "golden_tiny_cls.safetensors"
-                                                    : "golden_tiny_" + family + "_cls.safetensors";
+    if (fixture_name.empty())
+      fixture_name = family.empty() ? "golden_tiny_cls.safetensors"
+                                    : "golden_tiny_" + family + "_cls.safetensors";
     const cpuft::SafetensorsFile fixture =
         cpuft::SafetensorsFile::open(cpuft::testing::fixture_path(fixture_name));
     fs::create_directories(out);

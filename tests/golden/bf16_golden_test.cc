@@ -196,6 +196,13 @@ TEST(Bf16GoldenDeberta, LogitsLossAndEveryGradient) {
                               "golden_tiny_deberta_cls_bf16.safetensors");
 }
 
+// The same with share_att_key false: the layers' own position projections stay fp32, as the
+// shared ones.
+TEST(Bf16GoldenDeberta, SeparatePositionProjections) {
+  check_forward_and_gradients("golden_tiny_deberta_separate.safetensors",
+                              "golden_tiny_deberta_separate_bf16.safetensors");
+}
+
 // Bf16Weights::refresh rounds exactly the encoder's four linear weights of every layer, and follows
 // an in-place change of the fp32 weights when called again.
 TEST(Bf16Weights, RefreshRoundsEveryEncoderWeight) {

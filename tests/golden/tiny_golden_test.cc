@@ -45,10 +45,15 @@ void check_forward_and_gradients(const std::string& fixture) {
   const double global_norm = l2(t.grads.data(), t.layout.total_floats());
   const std::vector<std::string> zero = zero_true_grad(t.file);
   // Fixture precondition: every layer's key bias (ModernBERT has no biases; in DeBERTa with p2c
-  // the key bias adds b_k . pq[row(i - j)] to the scores, which varies along a row: not 0).
-  const bool no_zero = t.config.family == Family::modernbert ||
-                       (t.config.family == Family::deberta_v2 && t.config.position_to_content);
-  ASSERT_EQ(zero.size(), no_zero ? size_t{0} : static_cast<size_t>(t.config.num_hidden_layers));
+  // the key bias adds b_k . pq[row(i - j)] to the scores, which varies along a row: not 0), and
+  // DeBERTa's pos_key_proj bias where it exists (q_i . b_pk on every score of row i).
+  const bool no_key_bias = t.config.family == Family::modernbert ||
+                           (t.config.family == Family::deberta_v2 && t.config.position_to_content);
+  const bool pos_key_bias = t.config.family == Family::deberta_v2 &&
+                            t.config.separate_position_projections() &&
+                            t.config.content_to_position;
+  ASSERT_EQ(zero.size(), static_cast<size_t>(t.config.num_hidden_layers) *
+                             ((no_key_bias ? 0 : 1) + (pos_key_bias ? 1 : 0)));
   const std::vector<UnusedRows> unused = unused_embedding_rows(t.layout, t.config, t.batch);
   Worst worst{fixture + " gradients, relative L2 per tensor", kGradTolerance};
   Worst noise{fixture + " key.bias gradient / global gradient norm", kZeroGradBound};
@@ -200,7 +205,7 @@ INSTANTIATE_TEST_SUITE_P(
         "golden_tiny_electra_cls.safetensors", "golden_tiny_electra_reg.safetensors",
         "golden_tiny_modernbert_cls.safetensors", "golden_tiny_modernbert_mean.safetensors",
         "golden_tiny_modernbert_mean_reg.safetensors", "golden_tiny_deberta_cls.safetensors",
-        "golden_tiny_deberta_reg.safetensors"),
+        "golden_tiny_deberta_reg.safetensors", "golden_tiny_deberta_separate.safetensors"),
     [](const ::testing::TestParamInfo<const char*>& param) {
       std::string name = param.param;
       name = name.substr(12, name.find('.') - 12);  // "golden_tiny_" ... ".safetensors"
@@ -259,7 +264,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TinyGoldenPacking,
                                            "golden_tiny_modernbert_cls.safetensors",
                                            "golden_tiny_modernbert_mean.safetensors",
                                            "golden_tiny_deberta_cls.safetensors",
-                                           "golden_tiny_deberta_reg.safetensors"),
+                                           "golden_tiny_deberta_reg.safetensors",
+                                           "golden_tiny_deberta_separate.safetensors"),
                          [](const ::testing::TestParamInfo<const char*>& param) {
                            std::string name = param.param;
                            return name.substr(12, name.find('.') - 12);
