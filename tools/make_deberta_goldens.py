@@ -16,6 +16,9 @@ The tiny DeBERTa: V 99, D 32, L 3, H 4 (head size 8), F 48, every dropout 0, two
   golden_tiny_deberta_separate  the cls configuration with share_att_key false (HF's default): every
                             layer projects the relative embeddings with pos_query_proj (p2c) and
                             pos_key_proj (c2p) of its own; 3 labels, cross-entropy.
+  golden_tiny_deberta_conv  the cls configuration with DeBERTa-v2-xlarge's convolution after layer
+                            0 (conv_kernel_size 3, conv_act gelu): the sequence of 3 tokens is
+                            the window's size; 3 labels, cross-entropy.
   golden_tiny_deberta_reg   DeBERTa-v2's older choices: an absolute position table and 2 token
                             types, no buckets (max_relative_positions 6: longer distances are
                             clamped), c2p only, no LayerNorm on the relative embeddings; 1 label,
@@ -25,7 +28,7 @@ one pad id (0) among the real tokens of the first sequence, whose row must stay 
 gradient. Weights: DeBERTa's init with initializer_range 0.2, then LayerNorm weights
 1 + N(0, 0.1), biases N(0, 0.1), every other tensor + N(0, 0.02).
 
-golden_tiny_deberta_{cls,separate}_bf16 hold the cls and separate fixtures' outputs under cpuft's --bf16 arithmetic (the
+golden_tiny_deberta_{cls,separate,conv}_bf16 hold those fixtures' outputs under cpuft's --bf16 arithmetic (the
 six token products of each layer from bf16 inputs; make_bf16_goldens.py's emulation), for
 tests/golden/bf16_golden_test.cc.
 
@@ -58,7 +61,7 @@ HYPER_REG = {"lr": 1e-3, "weight_decay": 0.05, "beta1": 0.9, "beta2": 0.999, "ep
 
 
 def tiny_config(num_labels: int, problem_type: str, v3: bool,
-                share_att_key: bool = True) -> DebertaV2Config:
+                share_att_key: bool = True, conv: bool = False) -> DebertaV2Config:
     common = dict(
         vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
         intermediate_size=48, max_position_embeddings=64, initializer_range=0.2,
@@ -66,6 +69,8 @@ def tiny_config(num_labels: int, problem_type: str, v3: bool,
         share_att_key=share_att_key, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
         pooler_dropout=0.0, cls_dropout=0.0, num_labels=num_labels, problem_type=problem_type,
     )
+    if conv:  # v2-xlarge's convolution after layer 0: kernel 3, GELU
+        common.update(conv_kernel_size=3, conv_act="gelu")
     if v3:
         return DebertaV2Config(**common, position_biased_input=False, type_vocab_size=0,
                                position_buckets=8, max_relative_positions=16,
@@ -142,11 +147,11 @@ def float64_logits(model, batch) -> torch.Tensor:
 
 
 def make(out_dir: Path, name: str, seed: int, num_labels: int, v3: bool,
-         max_grad_norm: float, share_att_key: bool = True) -> None:
+         max_grad_norm: float, share_att_key: bool = True, conv: bool = False) -> None:
     regression = num_labels == 1
     problem = "regression" if regression else "single_label_classification"
     torch.manual_seed(seed)
-    config = tiny_config(num_labels, problem, v3, share_att_key)
+    config = tiny_config(num_labels, problem, v3, share_att_key, conv)
     model = DebertaV2ForSequenceClassification(config)
     perturb(model, seed + 1)
     labels = (torch.tensor([1.5, -0.75, 3.25, 0.5]) if regression
@@ -261,8 +266,10 @@ def main() -> None:
     make(args.out, "golden_tiny_deberta_cls", 7101, 3, True, 2.0)
     make(args.out, "golden_tiny_deberta_reg", 7201, 1, False, 8.0)
     make(args.out, "golden_tiny_deberta_separate", 7311, 3, True, 2.0, share_att_key=False)
+    make(args.out, "golden_tiny_deberta_conv", 7411, 3, True, 2.0, conv=True)
     make_bf16(args.out, "golden_tiny_deberta_cls")
     make_bf16(args.out, "golden_tiny_deberta_separate")
+    make_bf16(args.out, "golden_tiny_deberta_conv")
 
 
 if __name__ == "__main__":

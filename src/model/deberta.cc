@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "gemm/matmul_plan.h"
 #include "kernels/kernels.h"
+#include "model/activation.h"
 #include "model/arena_carver.h"
 #include "model/bf16_weights.h"
 #include "model/disentangled_attention.h"
@@ -17,14 +18,15 @@
 #include "model/family.h"
 #include "model/first_token_head.h"
 #include "model/packed_dropout.h"
+#include "model/sequence_conv.h"
 
 namespace cpuft {
 
 namespace {
 
 // Dropout site of the relative embeddings (HF's pos_dropout), after the layer's three of
-// encoder_layer.h.
-constexpr uint32_t kRelativeEmbeddingsSite = 3;
+// encoder_layer.h; and of the convolution after layer 0 (ConvLayer's dropout, layer 0's numbers).
+constexpr uint32_t kRelativeEmbeddingsSite = 3, kConvSite = 4;
 
 }  // namespace
 
@@ -80,6 +82,17 @@ struct DebertaBuffers {
         pos[l] = a.take(S2 * 2 * D);
       }
     }
+    if (c.conv_kernel_size > 0) {
+      const int64_t k = c.conv_kernel_size;
+      conv_cols = a.take(N * D * k);
+      conv_z = a.take(N * D);
+      conv_act = a.take(N * D);
+      conv_sum = a.take(N * D);
+      conv_mean = a.take(N);
+      conv_rstd = a.take(N);
+      conv_out = a.take(N * D);
+      conv_d = a.take(N * D);
+    }
     head.in = a.take(B * D);
     head.in_drop = a.take(B * D);
     head.pre = a.take(B * D);
@@ -123,6 +136,11 @@ struct DebertaBuffers {
   // share_att_key false: one projection's output or gradient, (2S, D), and the second
   // projection's share of d_rel.
   float *pos_half = nullptr, *d_rel_other = nullptr;
+  // conv_kernel_size k > 0: h = LayerNorm(layer0 + act(z)), z = dropout(cols W^T + b):
+  float* conv_cols = nullptr;  // (N, D k) the gathered embeddings; in backward, their gradient
+  float *conv_z = nullptr, *conv_act = nullptr, *conv_sum = nullptr;  // (N, D) z, act(z), LN in
+  float *conv_mean = nullptr, *conv_rstd = nullptr;                   // (N)
+  float *conv_out = nullptr, *conv_d = nullptr;  // (N, D) h (layer 1's input), d of LN's input
   std::vector<LayerActivations> layers;
   std::vector<float*> rel_in, pos;  // per layer: (2S, D) dropout(rel), (2S, 2D) its projection
   FirstTokenHeadBuffers head{};     // ContextPooler and the classifier (model/first_token_head.h)
@@ -161,6 +179,9 @@ struct DebertaClassifier::State : DebertaBuffers {
       if (c.content_to_position)
         pos_key = std::make_unique<LinearPlans>(span_rows, D, D, MatmulPrecision::f32, "pos_key");
     }
+    if (c.conv_kernel_size > 0)
+      conv = std::make_unique<LinearPlans>(limits.max_tokens, c.hidden_size * c.conv_kernel_size,
+                                           c.hidden_size, MatmulPrecision::f32, "conv");
     if (precision == MatmulPrecision::bf16)
       bf16_weights = std::make_unique<Bf16Weights>(ParamLayout(c));
   }
@@ -175,6 +196,8 @@ struct DebertaClassifier::State : DebertaBuffers {
   // share_att_key false: pq (rows, D) = rel Wpq^T + bpq (p2c), pk = rel Wpk^T + bpk (c2p), each
   // written into its half of pos; nullptr where absent.
   std::unique_ptr<LinearPlans> pos_query, pos_key;
+  // conv_kernel_size > 0: out (N, D) = cols (N, D k) W^T + b, fp32 (one product per step).
+  std::unique_ptr<LinearPlans> conv;
   FirstTokenHead head_plans;  // fp32, as SequenceClassifier's
   RelativePositions positions_table;
   std::unique_ptr<Bf16Weights> bf16_weights;
@@ -256,6 +279,10 @@ DebertaStep deberta_step(const ModelConfig& c, const DebertaBuffers& s,
       PackedRows{s.rows, nullptr, s.row_ids.data() + s.row_begin, c.hidden_size},
       HeadRates{training ? static_cast<float>(c.pooler_dropout) : 0.0f,
                 training ? c.effective_classifier_dropout() : 0.0f}};
+}
+
+RngKey conv_key(const StepContext& context) {
+  return dropout_key(context, 0, kConvSite);
 }
 
 RngKey relative_key(const StepContext& context, size_t layer) {
@@ -363,6 +390,19 @@ void DebertaClassifier::forward(const ModelParams& p, const Batch& batch,
     rowwise_forward(rowwise_view(a), x, lp, w, s.plans, step.packed.token_rows(D), N, step.dims,
                     keys, s.scratch);
     x = a.out;
+    if (l == 0 && c.conv_kernel_size > 0) {
+      // h = LayerNorm(layer0 + act(dropout(conv(h0) + b))): the convolution reads the embeddings
+      const int64_t taps = c.conv_kernel_size;
+      sequence_conv_gather(s.conv_cols, s.h0, batch.seq_offsets.data(), B, D, taps);
+      s.conv->forward(s.conv_z, s.conv_cols, p.conv_w, p.conv_b, N);
+      packed_dropout_forward(k, s.conv_z, s.conv_z, step.dims.hidden_dropout, conv_key(context),
+                             step.packed.token_rows(D));
+      activation_forward(k, activation_named(c.conv_act), s.conv_act, s.conv_z, N * D);
+      for (int64_t i = 0; i < N * D; ++i) s.conv_sum[i] = a.out[i] + s.conv_act[i];
+      k.layer_norm_forward(s.conv_out, s.conv_mean, s.conv_rstd, s.conv_sum, p.conv_ln_w,
+                           p.conv_ln_b, eps, N, D);
+      x = s.conv_out;
+    }
   }
 
   // Head: logits = classifier(dropout(gelu(dense(dropout(first token)))))
@@ -405,8 +445,26 @@ void DebertaClassifier::backward(const ModelParams& p, const ModelParams& g,
     const RngKey keys[3] = {dropout_key(context, layer, kAttentionProbs),
                             dropout_key(context, layer, kAttentionOutput),
                             dropout_key(context, layer, kFfnOutput)};
-    const float* x = l == 0 ? s.h0 : s.layers[ul - 1].out;
+    const bool conv_after = c.conv_kernel_size > 0 && l == 0;  // the convolution follows
+    const float* x = l == 0                             ? s.h0
+                     : l == 1 && c.conv_kernel_size > 0 ? s.conv_out
+                                                        : s.layers[ul - 1].out;
     float* d_x = s.d_hidden[(s.layers.size() - ul) % 2];
+    if (conv_after) {
+      // undo: h = LayerNorm(layer0 + act(z)): layer 0's output gets d_sum (conv_d) and so does
+      // act(z); z = dropout(cols W^T + b). d_out is free after the LayerNorm: it holds d_z.
+      k.layer_norm_backward(s.conv_d, g.conv_ln_w, g.conv_ln_b, d_out, s.conv_sum, s.conv_mean,
+                            s.conv_rstd, p.conv_ln_w, N, D);
+      float* d_z = d_out;
+      activation_backward(k, activation_named(c.conv_act), d_z, s.conv_d, s.conv_z, s.conv_act,
+                          N * D);
+      packed_dropout_backward(k, d_z, d_z, step.dims.hidden_dropout, conv_key(context),
+                              step.packed.token_rows(D));
+      s.conv->backward_weights(g.conv_w, d_z, s.conv_cols, N);
+      k.bias_backward(g.conv_b, d_z, N, D);
+      s.conv->backward_data(s.conv_cols, d_z, p.conv_w, N);  // d_cols, until d_x exists
+      d_out = s.conv_d;
+    }
     float* d_s1 = s.scratch.nd[0];
     float* d_ctx = s.scratch.nd[2];
     float* d_qkv = s.scratch.n3d;
@@ -458,6 +516,8 @@ void DebertaClassifier::backward(const ModelParams& p, const ModelParams& g,
       add_into(s.d_rel + r0 * D, s.d_rel_tmp, R * D);
     }
     add_into(d_x, d_s1, N * D);  // the residual branch of s1
+    if (conv_after)              // the convolution's share of d_h0
+      sequence_conv_scatter(d_x, s.conv_cols, batch.seq_offsets.data(), B, D, c.conv_kernel_size);
     ready(l);
     d_out = d_x;
   }

@@ -13,6 +13,8 @@
 //     ctx   = disentangled_attention(qkv, pos)                      (N, D)  model/disentangled_
 //                                                                            attention.h
 //     out   = rowwise(ctx, x): dense, dropout, +x, LN, FFN, +, LN   (N, D)
+//   after layer 0, with conv_kernel_size k (v2-xlarge's ConvLayer), along each sequence:
+//     h     = LayerNorm(out0 + act(dropout(conv(h0) + b)))         (N, D)  sequence_conv.h
 //   head  = ContextPooler: first token, dropout(pooler_dropout), dense, GELU
 //   logits = classifier(dropout(head))                              (B, K)  cls_dropout
 //

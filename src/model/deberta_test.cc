@@ -1,6 +1,8 @@
 // DeBERTa's pieces against scalar twins in double: the log buckets of relative positions, the
 // disentangled attention (forward against HF's definition with its two separate gathers,
-// backward against central differences of the twin), and its config.json, accepted and refused.
+// backward against central differences of the twin), the convolution along packed sequences
+// (against a direct convolution; its scatter as the gather's transpose), and its config.json,
+// accepted and refused.
 // The whole model is checked against transformers in tests/golden (golden_tiny_deberta_*).
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -13,6 +15,7 @@
 #include "model/disentangled_attention.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
+#include "model/sequence_conv.h"
 
 namespace cpuft {
 namespace {
@@ -258,6 +261,69 @@ TEST(DebertaConfig, V3BaseIsReadAsHfDoes) {
   EXPECT_EQ(total, 184423682);
 }
 
+// conv_kernel_size 3 (v2-xlarge's): the encoder's nn.Conv1d (D, D, 3) with its bias and a
+// LayerNorm, as HF names and shapes them.
+TEST(DebertaConfig, ConvolutionIsLaidOutAsHfs) {
+  std::string text = kV3Base;
+  text.insert(text.size() - 1, R"(, "conv_kernel_size": 3, "conv_act": "gelu")");
+  const ModelConfig c = parse_model_config(text, "config.json");
+  EXPECT_EQ(c.conv_kernel_size, 3);
+  EXPECT_EQ(c.conv_act, "gelu");
+  const ParamLayout layout(c);
+  const ParamSpec* w = layout.find("deberta.encoder.conv.conv.weight");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->shape, (std::vector<int64_t>{768, 768, 3}));
+  EXPECT_EQ(layout.find("deberta.encoder.conv.conv.bias")->shape, (std::vector<int64_t>{768}));
+  EXPECT_NE(layout.find("deberta.encoder.conv.LayerNorm.weight"), nullptr);
+  EXPECT_NE(layout.find("deberta.encoder.conv.LayerNorm.bias"), nullptr);
+  int64_t total = 0;
+  for (const ParamSpec& spec : layout.specs()) total += spec.numel;
+  EXPECT_EQ(total, 184423682 + 768 * 768 * 3 + 3 * 768);
+  EXPECT_EQ(parse_model_config(kV3Base, "config.json").conv_kernel_size, 0);
+}
+
+// The packed convolution (gather, then the (D, D k) product) against a direct convolution in
+// double with zero padding at each sequence's ends, for k = 1, 3, 5 over sequences shorter and
+// longer than the window; the scatter is the gather's transpose: <gather(x), y> = <x, scatter(y)>.
+TEST(SequenceConv, GatherTimesWeightIsTheConvolutionAndScatterItsTranspose) {
+  const std::vector<int64_t> offsets = {0, 1, 3, 10, 16};  // lengths 1, 2, 7, 6
+  const int64_t B = 4, N = 16, D = 5;
+  for (int64_t k : {1, 3, 5}) {
+    const std::vector<float> x = random_values(static_cast<size_t>(N * D), 11);
+    const std::vector<float> w = random_values(static_cast<size_t>(D * D * k), 12);  // (D, D, k)
+    std::vector<float> cols(static_cast<size_t>(N * D * k), -7.0f);
+    sequence_conv_gather(cols.data(), x.data(), offsets.data(), B, D, k);
+    double worst = 0;
+    for (int64_t s = 0; s < B; ++s)
+      for (int64_t i = offsets[s]; i < offsets[s + 1]; ++i)
+        for (int64_t o = 0; o < D; ++o) {
+          double direct = 0, product = 0;
+          for (int64_t c = 0; c < D; ++c)
+            for (int64_t t = 0; t < k; ++t) {
+              const int64_t j = i + t - (k - 1) / 2;
+              const double wv = w[static_cast<size_t>((o * D + c) * k + t)];
+              if (j >= offsets[s] && j < offsets[s + 1])
+                direct += wv * x[static_cast<size_t>(j * D + c)];
+              product += wv * cols[static_cast<size_t>(i * D * k + c * k + t)];
+            }
+          worst = std::max(worst, std::abs(direct - product));
+        }
+    EXPECT_LE(worst, 1e-5) << "k " << k;
+
+    const std::vector<float> y = random_values(static_cast<size_t>(N * D * k), 13);
+    std::vector<float> back(static_cast<size_t>(N * D), 0.0f);
+    sequence_conv_scatter(back.data(), y.data(), offsets.data(), B, D, k);
+    double lhs = 0, rhs = 0;
+    for (size_t i = 0; i < y.size(); ++i) lhs += static_cast<double>(cols[i]) * y[i];
+    for (size_t i = 0; i < x.size(); ++i) rhs += static_cast<double>(x[i]) * back[i];
+    EXPECT_NEAR(lhs, rhs, 1e-4 * std::abs(lhs)) << "k " << k;
+    // It accumulates: a second scatter doubles the result.
+    std::vector<float> twice = back;
+    sequence_conv_scatter(twice.data(), y.data(), offsets.data(), B, D, k);
+    for (size_t i = 0; i < back.size(); ++i) EXPECT_FLOAT_EQ(twice[i], 2 * back[i]);
+  }
+}
+
 // share_att_key false (HF's default when the field is absent): every layer has pos_query_proj
 // (for p2c) and pos_key_proj (for c2p) of its own, D x D and D each; with c2p alone, only the key.
 TEST(DebertaConfig, SeparatePositionProjectionsAreLaidOutAsHfs) {
@@ -309,7 +375,9 @@ TEST(DebertaConfig, UnsupportedOptionsAreRefusedNamingTheField) {
     }
     ADD_FAILURE() << field << " was accepted";
   };
-  refused(R"("conv_kernel_size": 3)", "conv_kernel_size");
+  refused(R"("conv_kernel_size": 2)", "conv_kernel_size");  // even: HF's rows would not match
+  refused(R"("conv_kernel_size": 3, "conv_groups": 4)", "conv_groups");
+  refused(R"("conv_kernel_size": 3, "conv_act": "swish")", "conv_act");
   refused(R"("embedding_size": 128)", "embedding_size");
   refused(R"("pooler_hidden_size": 1024)", "pooler_hidden_size");
   refused(R"("pooler_hidden_act": "tanh")", "pooler_hidden_act");

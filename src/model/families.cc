@@ -18,7 +18,8 @@ using B = LayerBf16Weights;
 constexpr Dim V = Dim::vocab, P = Dim::positions, Ty = Dim::token_types, Em = Dim::embedding,
               D = Dim::hidden, D3 = Dim::qkv, F = Dim::intermediate, F2 = Dim::gated_intermediate,
               Rel = Dim::relative, RelNorm = Dim::relative_norm, PosQ = Dim::position_query,
-              PosK = Dim::position_key, Lb = Dim::labels, none = Dim::none;
+              PosK = Dim::position_key, Conv = Dim::conv_hidden, Taps = Dim::conv_taps,
+              Lb = Dim::labels, none = Dim::none;
 
 // BERT, RoBERTa, XLM-RoBERTa and ELECTRA share the embeddings (ELECTRA's are E wide, E = D in the
 // others) and the encoder layer; ELECTRA projects the embeddings to D when E != D.
@@ -170,8 +171,9 @@ constexpr E kModernBertHead[] = {
 // DeBERTa-v2/v3 (model/deberta.h): BERT's layer with query_proj/key_proj/value_proj; the position
 // and token type tables only where the config has them (v3 has neither); the encoder's relative
 // embeddings and their LayerNorm, shared by every layer, live with the embeddings (their
-// gradients are complete only after layer 0's backward, as the embeddings' are); the head is
-// ContextPooler's dense and the classifier.
+// gradients are complete only after layer 0's backward, as the embeddings' are), as does the
+// encoder's convolution after layer 0 (v2-xlarge's); the head is ContextPooler's dense and the
+// classifier.
 constexpr E kDebertaEmbeddings[] = {
     {"embeddings.word_embeddings.weight", {V, D}, K::embedding, &ModelParams::word_emb},
     {"embeddings.position_embeddings.weight", {P, D}, K::embedding, &ModelParams::pos_emb},
@@ -181,6 +183,11 @@ constexpr E kDebertaEmbeddings[] = {
     {"encoder.rel_embeddings.weight", {Rel, D}, K::embedding, &ModelParams::rel_emb},
     {"encoder.LayerNorm.weight", {RelNorm, none}, K::norm_weight, &ModelParams::rel_ln_w},
     {"encoder.LayerNorm.bias", {RelNorm, none}, K::norm_bias, &ModelParams::rel_ln_b},
+    // conv_kernel_size > 0: the convolution after layer 0 (nn.Conv1d weight (D, D, k)), fp32.
+    {"encoder.conv.conv.weight", {Conv, D, Taps}, K::matrix, &ModelParams::conv_w},
+    {"encoder.conv.conv.bias", {Conv, none}, K::bias, &ModelParams::conv_b},
+    {"encoder.conv.LayerNorm.weight", {Conv, none}, K::norm_weight, &ModelParams::conv_ln_w},
+    {"encoder.conv.LayerNorm.bias", {Conv, none}, K::norm_bias, &ModelParams::conv_ln_b},
 };
 constexpr L kDebertaLayer[] = {
     {"attention.self.query_proj.weight",
@@ -298,6 +305,10 @@ int64_t extent(Dim dim, const ModelConfig& c) {
       return c.relative_norm ? c.hidden_size : 0;
     case Dim::position_query:
       return c.separate_position_projections() && c.position_to_content ? c.hidden_size : 0;
+    case Dim::conv_hidden:
+      return c.conv_kernel_size > 0 ? c.hidden_size : 0;
+    case Dim::conv_taps:
+      return c.conv_kernel_size;
     case Dim::position_key:
       return c.separate_position_projections() && c.content_to_position ? c.hidden_size : 0;
     case Dim::labels:

@@ -1,6 +1,7 @@
 #include "model/first_token_head.h"
 
 #include "kernels/kernels.h"
+#include "model/activation.h"
 #include "model/dropout_streams.h"
 #include "model/packed_dropout.h"
 #include "model/param_layout.h"
@@ -11,37 +12,6 @@ namespace {
 
 // The head's two dropout sites (the output site keeps number 0, BERT's only head dropout).
 constexpr uint32_t kHeadOutputSite = 0, kHeadInputSite = 1;
-
-// y = act(x) over n elements.
-void activation_forward(const KernelTable& k, HeadActivation act, float* y, const float* x,
-                        int64_t n) {
-  switch (act) {
-    case HeadActivation::tanh:
-      k.tanh_forward(y, x, n);
-      return;
-    case HeadActivation::gelu:
-      k.gelu_forward(y, x, n);
-      return;
-    case HeadActivation::relu:
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-      return;
-  }
-}
-// d_x = d_y * act'(x), from the input x and the output y.
-void activation_backward(const KernelTable& k, HeadActivation act, float* d_x, const float* d_y,
-                         const float* x, const float* y, int64_t n) {
-  switch (act) {
-    case HeadActivation::tanh:
-      k.tanh_backward(d_x, d_y, y, n);
-      return;
-    case HeadActivation::gelu:
-      k.gelu_backward(d_x, d_y, x, n);
-      return;
-    case HeadActivation::relu:
-      for (int64_t i = 0; i < n; ++i) d_x[i] = x[i] > 0.0f ? d_y[i] : 0.0f;
-      return;
-  }
-}
 
 RngKey head_key(const StepContext& context, uint32_t site) {
   return dropout_key(context, kClassifierDropoutLayer, site);

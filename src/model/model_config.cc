@@ -177,14 +177,12 @@ std::vector<std::string> split_bar_list(const std::string& text) {
   return parts;
 }
 
-// DebertaV2Config (transformers 5.24) into the shared fields. What cpuft does not implement (the
-// convolution after layer 0, an embedding projection, other activations) is refused naming the
-// field.
+// DebertaV2Config (transformers 5.24) into the shared fields. What cpuft does not implement (a
+// grouped convolution, an embedding projection, other activations) is refused naming the field.
 void parse_deberta_v2(const FieldReader& reader, ModelConfig& c) {
   const std::string& label = reader.label;
   reader.require_value("hidden_act", "gelu");
   reader.require_value("pooler_hidden_act", "gelu");
-  reader.require_value("conv_kernel_size", 0);
   reader.read("vocab_size", c.vocab_size, true);
   reader.read("hidden_size", c.hidden_size, true);
   reader.read("num_hidden_layers", c.num_hidden_layers, true);
@@ -271,6 +269,23 @@ void parse_deberta_v2(const FieldReader& reader, ModelConfig& c) {
     CPUFT_REQUIRE(part == "layer_norm" || part == "none", label, ": field 'norm_rel_ebd' has \"",
                   part, "\"; cpuft supports \"layer_norm\" and \"none\"");
     if (part == "layer_norm") c.relative_norm = true;
+  }
+  // ConvLayer: nn.Conv1d(D, D, k, padding (k - 1) / 2, groups); an even k would give T - 1 rows.
+  reader.read("conv_kernel_size", c.conv_kernel_size, false);
+  CPUFT_REQUIRE(c.conv_kernel_size >= 0 && c.conv_kernel_size <= 63, label,
+                ": field 'conv_kernel_size' must be in [0, 63], got ", c.conv_kernel_size);
+  if (c.conv_kernel_size > 0) {
+    CPUFT_REQUIRE(c.conv_kernel_size % 2 == 1, label, ": field 'conv_kernel_size' (",
+                  c.conv_kernel_size,
+                  ") is even; transformers' ConvLayer then makes one row fewer than it reads");
+    int64_t groups = 1;
+    reader.read("conv_groups", groups, false);
+    CPUFT_REQUIRE(groups == 1, label, ": field 'conv_groups' is ", groups,
+                  "; cpuft supports only 1");
+    reader.read("conv_act", c.conv_act);
+    CPUFT_REQUIRE(c.conv_act == "tanh" || c.conv_act == "gelu" || c.conv_act == "relu", label,
+                  ": field 'conv_act' is \"", c.conv_act,
+                  "\"; cpuft supports \"tanh\", \"gelu\" and \"relu\"");
   }
   // HF would create that LayerNorm and never use it: a parameter without a gradient.
   CPUFT_REQUIRE(!c.relative_norm || c.relative_attention, label,

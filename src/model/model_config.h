@@ -70,7 +70,11 @@ struct ModelConfig {
   // share_att_key: the relative embeddings are projected by the layer's own query and key weights
   // (v3's); false: by pos_query_proj (p2c) and pos_key_proj (c2p) of their own (HF's default).
   bool share_att_key = true;
-  double pooler_dropout = 0;  // ContextPooler's dropout on the first token
+  // conv_kernel_size > 0 (v2-xlarge's 3): after layer 0, h = LayerNorm(layer0 + act(dropout(
+  // conv(embeddings)))), a 1-D convolution along each sequence (model/sequence_conv.h).
+  int64_t conv_kernel_size = 0;
+  std::string conv_act = "tanh";  // HF's default; "gelu" or "relu" as ACT2FN names them
+  double pooler_dropout = 0;      // ContextPooler's dropout on the first token
 
   // DeBERTa: the relative embedding rows are 2 S, S = position_buckets if > 0 else
   // max_relative_positions.

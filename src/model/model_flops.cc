@@ -20,6 +20,8 @@ double training_flops(const ModelConfig& c, const Batch& batch) {
     flops += static_cast<double>(c.num_hidden_layers) *
              (T * (6 * dense_per_token_layer + 3 * 4 * T * D) + 3 * relative);
     flops += 6 * (D * D + D * static_cast<double>(c.num_labels));  // pooler + classifier
+    // DeBERTa's convolution after layer 0: a (D, D k) product per token.
+    flops += 6 * T * D * D * static_cast<double>(c.conv_kernel_size);
   }
   return flops;
 }

@@ -45,6 +45,10 @@ struct ModelParams {
   float* rel_emb;     // (2S, D) DeBERTa's relative position embeddings, else nullptr
   float* rel_ln_w;    // (D) and their LayerNorm (norm_rel_ebd "layer_norm"), else nullptr
   float* rel_ln_b;    // (D)
+  float* conv_w;      // (D, D, k) DeBERTa's convolution after layer 0 (conv_kernel_size k), else
+  float* conv_b;      // (D)       nullptr
+  float* conv_ln_w;   // (D) and its LayerNorm
+  float* conv_ln_b;   // (D)
   std::vector<LayerParams> layers;
   float* final_ln_w;    // (D) ModernBERT's final_norm, else nullptr
   float* head_dense_w;  // (D, D) (DeBERTa: ContextPooler's dense)

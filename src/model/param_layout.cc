@@ -31,7 +31,8 @@ double parameter_count(const ModelConfig& c) {
     for (const auto& e : entries) {
       if (!present(e, c, layer)) continue;
       double numel = static_cast<double>(extent(e.shape[0], c));
-      if (e.shape[1] != Dim::none) numel *= static_cast<double>(extent(e.shape[1], c));
+      for (size_t d = 1; d < e.shape.size(); ++d)
+        if (e.shape[d] != Dim::none) numel *= static_cast<double>(extent(e.shape[d], c));
       n += numel;
     }
     return n;
@@ -66,7 +67,8 @@ ParamLayout::ParamLayout(const ModelConfig& c)
       if (!present(e, c, layer)) continue;
       if (!e.packed_with_previous) cursor = align(cursor);
       std::vector<int64_t> shape{extent(e.shape[0], c)};
-      if (e.shape[1] != Dim::none) shape.push_back(extent(e.shape[1], c));
+      for (size_t d = 1; d < e.shape.size(); ++d)
+        if (e.shape[d] != Dim::none) shape.push_back(extent(e.shape[d], c));
       int64_t numel = 1;
       for (int64_t d : shape) numel *= d;
       specs_.push_back(ParamSpec{prefix + e.name, std::move(shape), cursor, numel,

@@ -39,7 +39,9 @@ inline bool decays(ParamKind kind) {
 // input projection, input and gate halves); relative: 2 S rows of DeBERTa's relative embeddings
 // (ModelConfig::relative_span), relative_norm: hidden when DeBERTa normalizes them;
 // position_query / position_key: hidden where DeBERTa projects them with weights of their own
-// (share_att_key false: pos_query_proj for p2c, pos_key_proj for c2p). An extent can
+// (share_att_key false: pos_query_proj for p2c, pos_key_proj for c2p); conv_hidden: hidden where
+// DeBERTa has its convolution after layer 0 (conv_kernel_size > 0), conv_taps: its kernel size. An
+// extent can
 // be 0 (no token types, no position table, no relative attention): that tensor does not exist.
 enum class Dim {
   none,
@@ -55,14 +57,17 @@ enum class Dim {
   relative_norm,
   position_query,
   position_key,
+  conv_hidden,
+  conv_taps,
   labels
 };
 int64_t extent(Dim dim, const ModelConfig& config);
 
 template <typename Views>
 struct ParamEntry {
-  const char* name;          // HF name after the scope's prefix, e.g. "output.dense.weight"
-  std::array<Dim, 2> shape;  // rows, cols (Dim::none for a vector)
+  const char* name;  // HF name after the scope's prefix, e.g. "output.dense.weight"
+  std::array<Dim, 3>
+      shape;  // rows, cols (Dim::none for a vector), taps (DeBERTa's conv, else none)
   ParamKind kind;
   // The view member pointing at this tensor, or nullptr for a tensor packed right after the
   // previous one and read through its view (key and value after query: one (3D, D) product).
@@ -86,7 +91,7 @@ template <typename Entry>
 bool present(const Entry& entry, const ModelConfig& config, int64_t layer = -1) {
   return (!entry.projection_only || config.has_embedding_projection()) &&
          !(entry.not_in_first_layer && layer == 0) && extent(entry.shape[0], config) > 0 &&
-         extent(entry.shape[1], config) > 0;
+         extent(entry.shape[1], config) > 0 && extent(entry.shape[2], config) > 0;
 }
 
 // The tables of one family. Prefixes: the embeddings' and head's are the HF name prefix (the

@@ -120,18 +120,25 @@ NAME=deberta_separate run_family deberta DebertaV2ForSequenceClassification \
 grep -q '"share_att_key": false' "$work/deberta_separate-run/config.json" && pass ||
   fail "deberta_separate: the output config lost share_att_key false"
 
-# A DeBERTa config with an option cpuft does not implement (the convolution after layer 0) is
-# refused in one line naming the field, before anything is written.
-"$make_tiny_model" "$work/deberta-conv" --family deberta --no-head >/dev/null
-sed -i 's/"share_att_key": true/"share_att_key": true, "conv_kernel_size": 3/' \
-  "$work/deberta-conv/config.json"
-if "$cpuft" train --model_name_or_path "$work/deberta-conv" --train_file "$work/train.tsv" \
-    --do_train --max_steps 1 --output_dir "$work/deberta-conv-run" >"$work/conv.log" 2>&1; then
-  fail "a DeBERTa config with conv_kernel_size 3 was accepted"
+# DeBERTa-v2-xlarge's convolution after layer 0 (conv_kernel_size 3, conv_act gelu).
+NAME=deberta_conv run_family deberta DebertaV2ForSequenceClassification \
+  --fixture golden_tiny_deberta_conv.safetensors
+grep -q '"conv_kernel_size": 3' "$work/deberta_conv-run/config.json" && pass ||
+  fail "deberta_conv: the output config lost conv_kernel_size"
+
+# A DeBERTa config with an option cpuft does not implement (a grouped convolution) is refused in
+# one line naming the field, before anything is written.
+"$make_tiny_model" "$work/deberta-groups" --family deberta --no-head \
+  --fixture golden_tiny_deberta_conv.safetensors >/dev/null
+sed -i 's/"conv_kernel_size": 3/"conv_kernel_size": 3, "conv_groups": 2/' \
+  "$work/deberta-groups/config.json"
+if "$cpuft" train --model_name_or_path "$work/deberta-groups" --train_file "$work/train.tsv" \
+    --do_train --max_steps 1 --output_dir "$work/deberta-groups-run" >"$work/groups.log" 2>&1; then
+  fail "a DeBERTa config with conv_groups 2 was accepted"
 else
-  [ "$(grep -c '^error:' "$work/conv.log")" = 1 ] && grep -q "conv_kernel_size" "$work/conv.log" &&
-    [ ! -e "$work/deberta-conv-run" ] && pass ||
-    fail "conv_kernel_size 3: $(cat "$work/conv.log")"
+  [ "$(grep -c '^error:' "$work/groups.log")" = 1 ] && grep -q "conv_groups" "$work/groups.log" &&
+    [ ! -e "$work/deberta-groups-run" ] && pass ||
+    fail "conv_groups 2: $(cat "$work/groups.log")"
 fi
 
 # Weights as hubs ship them: a sharded checkpoint loads; a folder of pickles is refused in one line

@@ -203,6 +203,12 @@ TEST(Bf16GoldenDeberta, SeparatePositionProjections) {
                               "golden_tiny_deberta_separate_bf16.safetensors");
 }
 
+// And with the convolution after layer 0, which stays fp32 (one product per step).
+TEST(Bf16GoldenDeberta, Convolution) {
+  check_forward_and_gradients("golden_tiny_deberta_conv.safetensors",
+                              "golden_tiny_deberta_conv_bf16.safetensors");
+}
+
 // Bf16Weights::refresh rounds exactly the encoder's four linear weights of every layer, and follows
 // an in-place change of the fp32 weights when called again.
 TEST(Bf16Weights, RefreshRoundsEveryEncoderWeight) {
