@@ -29,22 +29,64 @@ void parallel_zero(void* p, std::size_t bytes) {
     std::memset(bytes_at + begin, 0, std::min(kHugePage, bytes - begin));
   }
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+// Under AddressSanitizer every buffer comes from the (instrumented) heap, so that an access past
+// its end is caught; FirstTouch::on_use then touches at allocation too.
+constexpr bool kHeapOnly = true;
+#else
+constexpr bool kHeapOnly = false;
+#endif
+
+// Big buffers are 2 MiB-aligned so that the kernel can back them with huge pages, and are a fresh
+// private mapping of their own (zero pages, whatever the heap held before).
+std::size_t alignment_of(std::size_t bytes) {
+  return bytes >= kHugePage ? kHugePage : kAlignment;
+}
+bool is_mapped(std::size_t bytes) {
+  return !kHeapOnly && bytes >= kHugePage;
+}
+std::size_t rounded_size(std::size_t bytes) {
+  const std::size_t alignment = alignment_of(bytes);
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+void* map_huge_aligned(std::size_t rounded) {
+  const std::size_t length = rounded + kHugePage;
+  void* m = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  const auto first = reinterpret_cast<std::uintptr_t>(m);
+  const std::uintptr_t begin = (first + kHugePage - 1) / kHugePage * kHugePage;
+  const std::uintptr_t end = begin + rounded, last = first + length;
+  if (begin > first) munmap(m, begin - first);  // the unaligned head and tail go back
+  if (last > end) munmap(reinterpret_cast<void*>(end), last - end);
+  void* p = reinterpret_cast<void*>(begin);
+  madvise(p, rounded, MADV_HUGEPAGE);
+  return p;
+}
 }  // namespace
 
-void* allocate_aligned_zeroed(std::size_t bytes) {
+void* allocate_aligned_zeroed(std::size_t bytes, FirstTouch touch) {
   if (bytes == 0) return nullptr;
-  // Big buffers are aligned to 2 MiB so that the kernel can back them with huge pages.
-  const std::size_t alignment = bytes >= kHugePage ? kHugePage : kAlignment;
-  const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, rounded);
-  if (p == nullptr) throw std::bad_alloc();
-  if (alignment == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);
-  parallel_zero(p, rounded);  // first touch here, once, not inside a training step
+  const std::size_t rounded = rounded_size(bytes);
+  if (!is_mapped(bytes)) {
+    void* p = std::aligned_alloc(alignment_of(bytes), rounded);
+    if (p == nullptr) throw std::bad_alloc();
+    if (bytes >= kHugePage) madvise(p, rounded, MADV_HUGEPAGE);
+    parallel_zero(p, rounded);
+    return p;
+  }
+  void* p = map_huge_aligned(rounded);
+  // Already zero: touching is only to take the faults here, not inside a training step.
+  if (touch == FirstTouch::at_allocation) parallel_zero(p, rounded);
   return p;
 }
 
-void free_aligned(void* p) noexcept {
-  std::free(p);
+void free_aligned(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr) return;
+  if (is_mapped(bytes))
+    munmap(p, rounded_size(bytes));
+  else
+    std::free(p);
 }
 
 void zero_bytes(void* p, std::size_t bytes) {

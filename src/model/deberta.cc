@@ -210,11 +210,13 @@ DebertaClassifier::DebertaClassifier(const ModelConfig& config, const ModelLimit
     : config_(config), state_(std::make_unique<State>(config, limits, precision)) {
   CPUFT_CHECK(config.family == Family::deberta_v2, "DebertaClassifier needs a deberta-v2 config");
   State& s = *state_;
-  s.arena = AlignedBuffer<float>(static_cast<size_t>(s.carve(config, limits, nullptr)));
+  s.arena = AlignedBuffer<float>(static_cast<size_t>(s.carve(config, limits, nullptr)),
+                                 FirstTouch::on_use);
   s.carve(config, limits, s.arena.data());
   std::fill_n(s.zero_row, config.hidden_size, 0.0f);
   if (precision == MatmulPrecision::bf16) {
-    s.bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(s.carve_bf16(config, limits, nullptr)));
+    s.bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(s.carve_bf16(config, limits, nullptr)),
+                                       FirstTouch::on_use);
     s.carve_bf16(config, limits, s.bf16_arena.data());
   }
   s.positions.assign(static_cast<size_t>(limits.max_tokens), 0);

@@ -219,11 +219,13 @@ ModernBertClassifier::ModernBertClassifier(const ModelConfig& config, const Mode
   CPUFT_CHECK(config.family == Family::modernbert,
               "ModernBertClassifier needs a modernbert config");
   State& s = *state_;
-  s.arena = AlignedBuffer<float>(static_cast<size_t>(s.carve(config, limits, precision, nullptr)));
+  s.arena = AlignedBuffer<float>(static_cast<size_t>(s.carve(config, limits, precision, nullptr)),
+                                 FirstTouch::on_use);
   s.carve(config, limits, precision, s.arena.data());
   std::fill_n(s.zeros, config.hidden_size, 0.0f);
   if (precision == MatmulPrecision::bf16) {
-    s.bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(s.carve_bf16(config, limits, nullptr)));
+    s.bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(s.carve_bf16(config, limits, nullptr)),
+                                       FirstTouch::on_use);
     s.carve_bf16(config, limits, s.bf16_arena.data());
   }
   s.prob_offsets.resize(static_cast<size_t>(limits.max_sequences + 1));

@@ -201,11 +201,12 @@ SequenceClassifier::SequenceClassifier(const ModelConfig& config, const ModelLim
   }
   state_ = std::make_unique<State>(config, limits, precision);
   const int64_t floats = state_->carve(config, limits, precision, nullptr);
-  state_->arena = AlignedBuffer<float>(static_cast<size_t>(floats));
+  // Sized for the largest batch the data can make; pages are taken as batches reach them.
+  state_->arena = AlignedBuffer<float>(static_cast<size_t>(floats), FirstTouch::on_use);
   state_->carve(config, limits, precision, state_->arena.data());
   if (precision == MatmulPrecision::bf16) {  // else the bf16 pointers stay nullptr
     const int64_t halves = state_->carve_bf16(config, limits, nullptr);
-    state_->bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(halves));
+    state_->bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(halves), FirstTouch::on_use);
     state_->carve_bf16(config, limits, state_->bf16_arena.data());
   }
   state_->prob_offsets.resize(static_cast<size_t>(limits.max_sequences + 1));
