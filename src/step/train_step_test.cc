@@ -97,6 +97,17 @@ const char* kTinyModernBertDropoutConfig = R"({
   "embedding_dropout": 0.2, "attention_dropout": 0.2, "mlp_dropout": 0.2,
   "classifier_dropout": 0.3, "classifier_pooling": "mean"
 })";
+// A tiny DeBERTa with every dropout on, its layers' own position projections (share_att_key
+// false) and the convolution after layer 0.
+const char* kTinyDebertaDropoutConfig = R"({
+  "model_type": "deberta-v2", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "intermediate_size": 24, "max_position_embeddings": 32,
+  "num_labels": 3, "pad_token_id": 0, "relative_attention": true, "pos_att_type": "p2c|c2p",
+  "position_buckets": 8, "max_relative_positions": 16, "norm_rel_ebd": "layer_norm",
+  "position_biased_input": false, "type_vocab_size": 0, "conv_kernel_size": 3,
+  "hidden_dropout_prob": 0.2, "attention_probs_dropout_prob": 0.2, "pooler_dropout": 0.1,
+  "cls_dropout": 0.3
+})";
 
 Batch random_batch(const ModelConfig& config, const std::vector<int>& lengths, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -352,6 +363,9 @@ TEST(TrainStep, AllocatesNothingOfItsOwnOnceWarm) {
 }
 TEST(TrainStep, ModernBertAllocatesNothingOfItsOwnOnceWarm) {
   check_allocates_nothing(kTinyModernBertDropoutConfig);
+}
+TEST(TrainStep, DebertaAllocatesNothingOfItsOwnOnceWarm) {
+  check_allocates_nothing(kTinyDebertaDropoutConfig);
 }
 
 // The default plan (cap 0) gives each encoder layer its own bucket: the first bucket (DDP's 1 MB
