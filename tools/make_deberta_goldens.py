@@ -19,6 +19,9 @@ The tiny DeBERTa: V 99, D 32, L 3, H 4 (head size 8), F 48, every dropout 0, two
   golden_tiny_deberta_conv  the cls configuration with DeBERTa-v2-xlarge's convolution after layer
                             0 (conv_kernel_size 3, conv_act gelu): the sequence of 3 tokens is
                             the window's size; 3 labels, cross-entropy.
+  golden_tiny_deberta_proj  the reg configuration with embedding_size 16: word, position and type
+                            tables 16 wide, embed_proj (32, 16) without a bias before the
+                            LayerNorm; 1 label, MSE.
   golden_tiny_deberta_reg   DeBERTa-v2's older choices: an absolute position table and 2 token
                             types, no buckets (max_relative_positions 6: longer distances are
                             clamped), c2p only, no LayerNorm on the relative embeddings; 1 label,
@@ -60,8 +63,8 @@ HYPER_REG = {"lr": 1e-3, "weight_decay": 0.05, "beta1": 0.9, "beta2": 0.999, "ep
              "warmup_steps": 0, "total_steps": 5, "schedule": "linear", "steps": 3}
 
 
-def tiny_config(num_labels: int, problem_type: str, v3: bool,
-                share_att_key: bool = True, conv: bool = False) -> DebertaV2Config:
+def tiny_config(num_labels: int, problem_type: str, v3: bool, share_att_key: bool = True,
+                conv: bool = False, embedding_size: int | None = None) -> DebertaV2Config:
     common = dict(
         vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
         intermediate_size=48, max_position_embeddings=64, initializer_range=0.2,
@@ -71,6 +74,8 @@ def tiny_config(num_labels: int, problem_type: str, v3: bool,
     )
     if conv:  # v2-xlarge's convolution after layer 0: kernel 3, GELU
         common.update(conv_kernel_size=3, conv_act="gelu")
+    if embedding_size is not None:  # tables narrower than the layers: embed_proj
+        common.update(embedding_size=embedding_size)
     if v3:
         return DebertaV2Config(**common, position_biased_input=False, type_vocab_size=0,
                                position_buckets=8, max_relative_positions=16,
@@ -147,11 +152,12 @@ def float64_logits(model, batch) -> torch.Tensor:
 
 
 def make(out_dir: Path, name: str, seed: int, num_labels: int, v3: bool,
-         max_grad_norm: float, share_att_key: bool = True, conv: bool = False) -> None:
+         max_grad_norm: float, share_att_key: bool = True, conv: bool = False,
+         embedding_size: int | None = None) -> None:
     regression = num_labels == 1
     problem = "regression" if regression else "single_label_classification"
     torch.manual_seed(seed)
-    config = tiny_config(num_labels, problem, v3, share_att_key, conv)
+    config = tiny_config(num_labels, problem, v3, share_att_key, conv, embedding_size)
     model = DebertaV2ForSequenceClassification(config)
     perturb(model, seed + 1)
     labels = (torch.tensor([1.5, -0.75, 3.25, 0.5]) if regression
@@ -267,6 +273,7 @@ def main() -> None:
     make(args.out, "golden_tiny_deberta_reg", 7201, 1, False, 8.0)
     make(args.out, "golden_tiny_deberta_separate", 7311, 3, True, 2.0, share_att_key=False)
     make(args.out, "golden_tiny_deberta_conv", 7411, 3, True, 2.0, conv=True)
+    make(args.out, "golden_tiny_deberta_proj", 7501, 1, False, 8.0, embedding_size=16)
     make_bf16(args.out, "golden_tiny_deberta_cls")
     make_bf16(args.out, "golden_tiny_deberta_separate")
     make_bf16(args.out, "golden_tiny_deberta_conv")

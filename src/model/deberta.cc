@@ -39,7 +39,12 @@ struct DebertaBuffers {
     const int64_t K = c.num_labels, S2 = 2 * c.relative_span();
     const bool relative = c.relative_attention;
     ArenaCarver<float> a(base);
-    emb_sum = a.take(N * D);
+    const int64_t E = c.embedding_size;
+    emb_sum = a.take(N * E);
+    if (c.has_embedding_projection()) {
+      emb_proj = a.take(N * D);
+      d_emb = a.take(N * E);
+    }
     emb_mean = a.take(N);
     emb_rstd = a.take(N);
     emb_ln = a.take(N * D);
@@ -109,8 +114,8 @@ struct DebertaBuffers {
     scratch.n3d = a.take(N * 3 * D);
     scratch.attention_per_thread = disentangled_scratch_floats(T);
     scratch.attention = a.take(scratch.attention_per_thread * omp_get_max_threads());
-    zero_row = a.take(D);
-    junk_row = a.take(D);
+    zero_row = a.take(E);
+    junk_row = a.take(E);
     return a.used();
   }
 
@@ -128,7 +133,9 @@ struct DebertaBuffers {
     return a.used();
   }
 
-  float *emb_sum, *emb_mean, *emb_rstd, *emb_ln, *h0;  // (N, D), (N), (N), (N, D), (N, D)
+  float *emb_sum, *emb_mean, *emb_rstd, *emb_ln, *h0;  // (N, E), (N), (N), (N, D), (N, D)
+  // embedding_size E != D: embed_proj's output (the LayerNorm's input) and d emb_sum.
+  float *emb_proj = nullptr, *d_emb = nullptr;  // (N, D), (N, E)
   // Relative embeddings (rows [row_begin, row_begin + rows) of the 2S are used per batch):
   float *rel = nullptr, *rel_mean = nullptr, *rel_rstd = nullptr;  // (2S, D) LayerNorm(rel_emb)
   float *d_rel = nullptr, *d_rel_tmp = nullptr;                    // (2S, D)
@@ -146,8 +153,8 @@ struct DebertaBuffers {
   FirstTokenHeadBuffers head{};     // ContextPooler and the classifier (model/first_token_head.h)
   float* d_hidden[2];               // 2 x (N, D), ping-pong between layers
   EncoderScratch scratch{};
-  float* zero_row;  // (D) the position table of a model without one (ids all 0)
-  float* junk_row;  // (D) where its gradient goes
+  float* zero_row;  // (E) the position table of a model without one (ids all 0)
+  float* junk_row;  // (E) where its gradient goes
 
   std::vector<int32_t> positions;         // (N) position ids, all 0 without a table
   std::vector<int64_t> prob_offsets;      // (B + 1)
@@ -179,6 +186,9 @@ struct DebertaClassifier::State : DebertaBuffers {
       if (c.content_to_position)
         pos_key = std::make_unique<LinearPlans>(span_rows, D, D, MatmulPrecision::f32, "pos_key");
     }
+    if (c.has_embedding_projection())
+      embed_proj = std::make_unique<LinearPlans>(limits.max_tokens, c.embedding_size, c.hidden_size,
+                                                 MatmulPrecision::f32, "embed_proj", false);
     if (c.conv_kernel_size > 0)
       conv = std::make_unique<LinearPlans>(limits.max_tokens, c.hidden_size * c.conv_kernel_size,
                                            c.hidden_size, MatmulPrecision::f32, "conv");
@@ -198,6 +208,8 @@ struct DebertaClassifier::State : DebertaBuffers {
   std::unique_ptr<LinearPlans> pos_query, pos_key;
   // conv_kernel_size > 0: out (N, D) = cols (N, D k) W^T + b, fp32 (one product per step).
   std::unique_ptr<LinearPlans> conv;
+  // embedding_size E != D: (N, D) = emb_sum (N, E) W^T, no bias, fp32.
+  std::unique_ptr<LinearPlans> embed_proj;
   FirstTokenHead head_plans;  // fp32, as SequenceClassifier's
   RelativePositions positions_table;
   std::unique_ptr<Bf16Weights> bf16_weights;
@@ -213,7 +225,7 @@ DebertaClassifier::DebertaClassifier(const ModelConfig& config, const ModelLimit
   s.arena = AlignedBuffer<float>(static_cast<size_t>(s.carve(config, limits, nullptr)),
                                  FirstTouch::on_use);
   s.carve(config, limits, s.arena.data());
-  std::fill_n(s.zero_row, config.hidden_size, 0.0f);
+  std::fill_n(s.zero_row, config.embedding_size, 0.0f);
   if (precision == MatmulPrecision::bf16) {
     s.bf16_arena = AlignedBuffer<bf16>(static_cast<size_t>(s.carve_bf16(config, limits, nullptr)),
                                        FirstTouch::on_use);
@@ -330,16 +342,21 @@ void DebertaClassifier::forward(const ModelParams& p, const Batch& batch,
   const DebertaStep step = deberta_step(c, s, s.positions_table, batch, context.training);
   const float eps = step.dims.layer_norm_eps;
 
-  // Embeddings: h0 = dropout(LayerNorm(word (+ position) (+ type))); without a position table
-  // the ids stay 0 and point at a zero row (word + 0 is word, exactly).
+  // Embeddings: h0 = dropout(LayerNorm(embed_proj?(word (+ position) (+ type)))); without a
+  // position table the ids stay 0 and point at a zero row (word + 0 is word, exactly).
+  const int64_t E = c.embedding_size;
   if (c.absolute_positions)
     fill_position_ids(s.positions.data(), batch.input_ids.data(), batch.seq_offsets.data(), B,
                       PositionRule::from_zero, static_cast<int32_t>(c.pad_token_id));
   k.embeddings_forward(s.emb_sum, p.word_emb, p.pos_emb ? p.pos_emb : s.zero_row, p.type_emb,
                        batch.input_ids.data(), s.positions.data(), batch.token_type_ids.data(), N,
-                       D);
-  k.layer_norm_forward(s.emb_ln, s.emb_mean, s.emb_rstd, s.emb_sum, p.emb_ln_w, p.emb_ln_b, eps, N,
-                       D);
+                       E);
+  const float* ln_in = s.emb_sum;
+  if (s.embed_proj) {
+    s.embed_proj->forward(s.emb_proj, s.emb_sum, p.emb_proj_w, nullptr, N);
+    ln_in = s.emb_proj;
+  }
+  k.layer_norm_forward(s.emb_ln, s.emb_mean, s.emb_rstd, ln_in, p.emb_ln_w, p.emb_ln_b, eps, N, D);
   packed_dropout_forward(k, s.h0, s.emb_ln, step.dims.hidden_dropout,
                          dropout_key(context, kEmbeddingsDropoutLayer, 0),
                          step.packed.token_rows(D));
@@ -535,20 +552,28 @@ void DebertaClassifier::backward(const ModelParams& p, const ModelParams& g,
       add_into(d_table, s.d_rel + r0 * D, R * D);
     }
   }
-  // undo: h0 = dropout(LayerNorm(emb_sum)); emb_sum = word (+ position) (+ type)
-  float* d_emb_sum = s.scratch.nd[0];
+  // undo: h0 = dropout(LayerNorm(embed_proj?(emb_sum))); emb_sum = word (+ position) (+ type)
+  const int64_t E = c.embedding_size;
+  float* d_ln_in = s.scratch.nd[0];
   packed_dropout_backward(k, d_out, d_out, step.dims.hidden_dropout,
                           dropout_key(context, kEmbeddingsDropoutLayer, 0),
                           step.packed.token_rows(D));
-  k.layer_norm_backward(d_emb_sum, g.emb_ln_w, g.emb_ln_b, d_out, s.emb_sum, s.emb_mean, s.emb_rstd,
-                        p.emb_ln_w, N, D);
-  std::fill_n(s.junk_row, D, 0.0f);
+  k.layer_norm_backward(d_ln_in, g.emb_ln_w, g.emb_ln_b, d_out,
+                        s.embed_proj ? s.emb_proj : s.emb_sum, s.emb_mean, s.emb_rstd, p.emb_ln_w,
+                        N, D);
+  const float* d_emb_sum = d_ln_in;
+  if (s.embed_proj) {
+    s.embed_proj->backward_weights(g.emb_proj_w, d_ln_in, s.emb_sum, N);
+    s.embed_proj->backward_data(s.d_emb, d_ln_in, p.emb_proj_w, N);
+    d_emb_sum = s.d_emb;
+  }
+  std::fill_n(s.junk_row, E, 0.0f);
   k.embeddings_backward(g.word_emb, g.pos_emb ? g.pos_emb : s.junk_row, g.type_emb, d_emb_sum,
                         batch.input_ids.data(), s.positions.data(), batch.token_type_ids.data(), N,
-                        D);
+                        E);
   // word_embeddings is nn.Embedding(padding_idx = pad_token_id): that row never gets a gradient.
   if (c.pad_token_id >= 0 && c.pad_token_id < c.vocab_size)
-    std::fill_n(g.word_emb + c.pad_token_id * D, D, 0.0f);
+    std::fill_n(g.word_emb + c.pad_token_id * E, E, 0.0f);
   ready(kEmbeddingsLayer);
 }
 

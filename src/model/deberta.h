@@ -2,7 +2,10 @@
 // backward. SequenceClassifier runs it for model_type "deberta-v2"; its parameters are the
 // family's table (model/families.cc) bound to the same ModelParams views.
 //
-//   h0    = dropout(LayerNorm(word[ids] (+ pos[i]) (+ type[t])))    (N, D)  v3: word only
+//   h0    = dropout(LayerNorm(word[ids] (+ pos[i]) (+ type[t])))    (N, D)  v3: word only; tables
+//                                                                            E wide: then
+//                                                                            embed_proj (D, E)
+//                                                                            before the LayerNorm
 //   rel   = LayerNorm(rel_embeddings)                               (2S, D) norm_rel_ebd
 //   layer l (BERT's post-norm layer, encoder_layer.h, with another attention):
 //     qkv   = x Wqkv^T + bqkv                                       (N, 3D)

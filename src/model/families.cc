@@ -175,9 +175,18 @@ constexpr E kModernBertHead[] = {
 // encoder's convolution after layer 0 (v2-xlarge's); the head is ContextPooler's dense and the
 // classifier.
 constexpr E kDebertaEmbeddings[] = {
-    {"embeddings.word_embeddings.weight", {V, D}, K::embedding, &ModelParams::word_emb},
-    {"embeddings.position_embeddings.weight", {P, D}, K::embedding, &ModelParams::pos_emb},
-    {"embeddings.token_type_embeddings.weight", {Ty, D}, K::embedding, &ModelParams::type_emb},
+    {"embeddings.word_embeddings.weight", {V, Em}, K::embedding, &ModelParams::word_emb},
+    {"embeddings.position_embeddings.weight", {P, Em}, K::embedding, &ModelParams::pos_emb},
+    {"embeddings.token_type_embeddings.weight", {Ty, Em}, K::embedding, &ModelParams::type_emb},
+    // embedding_size E != D: embed_proj (no bias) before the LayerNorm, which is D wide.
+    {"embeddings.embed_proj.weight",
+     {D, Em},
+     K::matrix,
+     &ModelParams::emb_proj_w,
+     false,
+     0,
+     nullptr,
+     true},
     {"embeddings.LayerNorm.weight", {D, none}, K::norm_weight, &ModelParams::emb_ln_w},
     {"embeddings.LayerNorm.bias", {D, none}, K::norm_bias, &ModelParams::emb_ln_b},
     {"encoder.rel_embeddings.weight", {Rel, D}, K::embedding, &ModelParams::rel_emb},

@@ -201,12 +201,12 @@ void parse_deberta_v2(const FieldReader& reader, ModelConfig& c) {
                 ": field 'pooler_dropout' must be in [0, 1), got ", c.pooler_dropout);
   c.layer_norm_eps = 1e-7;
   reader.read("layer_norm_eps", c.layer_norm_eps);
-  // Widths the model computes with D only: the embedding projection (embed_proj), another head
-  // size and another pooler width are not implemented.
-  for (const char* name : {"embedding_size", "pooler_hidden_size"}) {
+  // Another pooler width is not implemented (embedding_size is read below, as ELECTRA's: the
+  // tables are E wide and embed_proj brings them to D).
+  {
     int64_t width = c.hidden_size;
-    reader.read(name, width, false);
-    CPUFT_REQUIRE(width == c.hidden_size, label, ": field '", name, "' (", width,
+    reader.read("pooler_hidden_size", width, false);
+    CPUFT_REQUIRE(width == c.hidden_size, label, ": field 'pooler_hidden_size' (", width,
                   ") differs from hidden_size (", c.hidden_size, "); cpuft supports only equal");
   }
   if (c.num_attention_heads > 0) {
@@ -350,11 +350,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     reader.read("classifier_dropout", c.classifier_dropout);
     reader.read("layer_norm_eps", c.layer_norm_eps);
   }
-  c.embedding_size = c.hidden_size;
-  if (c.family == Family::electra) {
-    c.embedding_size = 128;  // ElectraConfig's default
+  // ELECTRA's and DeBERTa's embeddings may be narrower than the layers (a (D, E) projection).
+  c.embedding_size = c.family == Family::electra ? 128 : c.hidden_size;  // ElectraConfig's default
+  if (c.family == Family::electra || c.family == Family::deberta_v2)
     reader.read("embedding_size", c.embedding_size, false);
-  }
   // Each config class's default pad_token_id: 1 for RoBERTa and XLM-RoBERTa, 50283 for
   // ModernBERT, else 0.
   c.pad_token_id = family->positions == PositionRule::after_padding_idx ? 1 : 0;

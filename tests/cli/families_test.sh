@@ -126,6 +126,11 @@ NAME=deberta_conv run_family deberta DebertaV2ForSequenceClassification \
 grep -q '"conv_kernel_size": 3' "$work/deberta_conv-run/config.json" && pass ||
   fail "deberta_conv: the output config lost conv_kernel_size"
 
+# DeBERTa with tables narrower than its layers (embedding_size 16 < 32: embed_proj), position and
+# type tables.
+NAME=deberta_proj run_family deberta DebertaV2ForSequenceClassification \
+  --fixture golden_tiny_deberta_proj.safetensors
+
 # A DeBERTa config with an option cpuft does not implement (a grouped convolution) is refused in
 # one line naming the field, before anything is written.
 "$make_tiny_model" "$work/deberta-groups" --family deberta --no-head \

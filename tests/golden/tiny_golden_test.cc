@@ -206,7 +206,7 @@ INSTANTIATE_TEST_SUITE_P(
         "golden_tiny_modernbert_cls.safetensors", "golden_tiny_modernbert_mean.safetensors",
         "golden_tiny_modernbert_mean_reg.safetensors", "golden_tiny_deberta_cls.safetensors",
         "golden_tiny_deberta_reg.safetensors", "golden_tiny_deberta_separate.safetensors",
-        "golden_tiny_deberta_conv.safetensors"),
+        "golden_tiny_deberta_conv.safetensors", "golden_tiny_deberta_proj.safetensors"),
     [](const ::testing::TestParamInfo<const char*>& param) {
       std::string name = param.param;
       name = name.substr(12, name.find('.') - 12);  // "golden_tiny_" ... ".safetensors"
@@ -267,7 +267,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TinyGoldenPacking,
                                            "golden_tiny_deberta_cls.safetensors",
                                            "golden_tiny_deberta_reg.safetensors",
                                            "golden_tiny_deberta_separate.safetensors",
-                                           "golden_tiny_deberta_conv.safetensors"),
+                                           "golden_tiny_deberta_conv.safetensors",
+                                           "golden_tiny_deberta_proj.safetensors"),
                          [](const ::testing::TestParamInfo<const char*>& param) {
                            std::string name = param.param;
                            return name.substr(12, name.find('.') - 12);
