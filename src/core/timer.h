@@ -1,4 +1,4 @@
-// Wall-clock timing, and the current time as text.
+// Wall-clock and CPU timing, and the current time as text.
 #pragma once
 
 #include <chrono>
@@ -19,6 +19,13 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_;
 };
+
+// CPU seconds this process's threads have run, all of them together (CLOCK_PROCESS_CPUTIME_ID).
+inline double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
 
 // "1h02m03s", "4m05s", "6s" ("?" for a negative or absurd time, e.g. an ETA before any step).
 inline std::string format_duration(double seconds) {

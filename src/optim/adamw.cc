@@ -39,6 +39,22 @@ void AdamW::step(float* params, const float* grads, double lr) {
   }
 }
 
+namespace {
+
+// Whether any of row[0, width) has a bit of `mask` set: an OR of the bits (vectorizes). With the
+// sign bit masked out: any value other than +-0 (NaN counts).
+bool any_bits(const float* row, int64_t width, uint32_t mask) {
+  uint32_t bits = 0;
+  for (int64_t i = 0; i < width; ++i) {
+    uint32_t b;
+    std::memcpy(&b, row + i, sizeof b);
+    bits |= b & mask;
+  }
+  return bits != 0;
+}
+
+}  // namespace
+
 double clip_grad_norm(float* grads, int64_t n, double max_norm, const MostlyZeroRows& zero_rows) {
   const KernelTable& k = kernels();
   const double norm = std::sqrt(k.sum_squares(grads, n));
@@ -57,18 +73,21 @@ double clip_grad_norm(float* grads, int64_t n, double max_norm, const MostlyZero
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < zero_rows.rows; ++r) {
     float* row = grads + begin + r * width;
-    // Any value other than +-0: an OR of the magnitudes' bits (vectorizes; NaN counts).
-    uint32_t bits = 0;
-    for (int64_t i = 0; i < width; ++i) {
-      uint32_t b;
-      std::memcpy(&b, row + i, sizeof b);
-      bits |= b & 0x7fffffffu;
-    }
-    if (bits != 0)
+    if (any_bits(row, width, 0x7fffffffu))
       for (int64_t i = 0; i < width; ++i) row[i] *= c;  // as k.scale: one fp32 product
   }
   k.scale(grads + end, c, n - end);
   return norm;
+}
+
+void zero_nonzero_rows(float* grads, const MostlyZeroRows& rows) {
+  CPUFT_CHECK(rows.begin >= 0 && rows.rows >= 0 && rows.width > 0, "bad mostly-zero rows");
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows.rows; ++r) {
+    float* row = grads + rows.begin + r * rows.width;
+    if (any_bits(row, rows.width, 0xffffffffu))  // -0 too: the rows come back as +0 bits
+      std::memset(row, 0, static_cast<size_t>(rows.width) * sizeof(float));
+  }
 }
 
 }  // namespace cpuft

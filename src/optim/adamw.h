@@ -51,4 +51,8 @@ struct MostlyZeroRows {
 double clip_grad_norm(float* grads, int64_t n, double max_norm,
                       const MostlyZeroRows& zero_rows = {});
 
+// Zeroes the rows of `rows` (in `grads`) that hold any bit other than +0's and writes nothing
+// else: an all-zero row's pages stay as they are, never-written ones without memory.
+void zero_nonzero_rows(float* grads, const MostlyZeroRows& rows);
+
 }  // namespace cpuft

@@ -52,7 +52,7 @@ TrainStep::TrainStep(SequenceClassifier& model, const ParamLayout& layout,
               static_cast<int64_t>(grads.size()) == layout.total_floats());
   CPUFT_CHECK(options.accumulation >= 1, "accumulation ", options.accumulation);
   release_word_table_gradient(layout, grads_);  // small pages, handed back
-  zero_gradients();
+  zero_dense_gradients();
 }
 
 void release_word_table_gradient(const ParamLayout& layout, AlignedBuffer<float>& grads) {
@@ -66,12 +66,22 @@ size_t TrainStep::table_bytes() const {
   return static_cast<size_t>(word_rows_.rows * word_rows_.width) * sizeof(float);
 }
 
-void TrainStep::zero_gradients() {
+void TrainStep::zero_dense_gradients() {
   float* g = grads_.data();
   const int64_t begin = word_rows_.begin, end = begin + word_rows_.rows * word_rows_.width;
   zero_bytes(g, static_cast<size_t>(begin) * sizeof(float));
-  release_zeroed(g + begin, table_bytes());
   zero_bytes(g + end, (grads_.size() - static_cast<size_t>(end)) * sizeof(float));
+}
+
+void TrainStep::zero_gradients() {
+  zero_dense_gradients();
+  if (++steps_since_release_ >= kWordTableReleaseSteps) {
+    release_zeroed(grads_.data() + word_rows_.begin, table_bytes());
+    steps_since_release_ = 0;
+  } else {
+    zero_nonzero_rows(grads_.data(),
+                      MostlyZeroRows{word_rows_.begin, word_rows_.rows, word_rows_.width});
+  }
 }
 
 void TrainStep::Fanout::on_layer_grads_ready(int layer) {

@@ -87,13 +87,21 @@ class TimelineRecorder final : public StepObserver {
   StepTimeline& timeline_;
 };
 
+// Every this many steps the word table's gradient pages go back to the kernel (release_zeroed);
+// the steps in between zero only the rows that were written (zero_nonzero_rows). Handing them
+// back after every step cost a page fault for each page the next step wrote, and one for each
+// page the clip and AdamW read (mapping the kernel's zero page): see docs/ARCHITECTURE.md.
+// Between releases the table's gradient holds the pages of the rows written since the last one.
+inline constexpr int kWordTableReleaseSteps = 16;
+
 class TrainStep {
  public:
   // `params` and `grads` hold layout.total_floats() floats; the model's views of them are bound
   // here. The gradients are zeroed: a step starts from zero gradients and leaves them zero. The
-  // word table's gradient is zeroed by handing its pages back (core/buffer.h, release_zeroed): a
-  // step writes only its tokens' rows, so the table's gradient holds memory for those rows alone
-  // (MiniLM: a few MB of its 47 MB; XLM-R: of 768 MB), and the step never zeroes the rest.
+  // word table's gradient starts as pages handed back (core/buffer.h, release_zeroed): a step
+  // writes only its tokens' rows, so the table's gradient holds memory for the rows of the last
+  // kWordTableReleaseSteps steps at most (MiniLM: a few MB of its 47 MB; XLM-R: of 768 MB), and
+  // the step never zeroes the rest.
   TrainStep(SequenceClassifier& model, const ParamLayout& layout, AlignedBuffer<float>& params,
             AlignedBuffer<float>& grads, Optimizer& optimizer, const StepOptions& options);
 
@@ -128,11 +136,13 @@ class TrainStep {
   ModelParams p_, g_;  // the model's views of params_ and grads_
   Optimizer& optimizer_;
   StepOptions options_;
-  void zero_gradients();
+  void zero_gradients();        // all of them, after a step (kWordTableReleaseSteps)
+  void zero_dense_gradients();  // all but the word table's
   size_t table_bytes() const;
   // The word table's gradient rows: written only where a step's tokens are, so the rest of the
   // range is kept as never-written pages (zero_gradients, clip_grad_norm's MostlyZeroRows).
   GradReducer::SparseRows word_rows_;
+  int steps_since_release_ = 0;  // steps since the word table's gradient pages were handed back
   Fanout fanout_;
   StepObserver* observer_ = nullptr;
 };

@@ -1,5 +1,7 @@
 #include "train/machine_peak.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -39,7 +41,18 @@ json read_cache(const std::string& path) {
 
 }  // namespace
 
+double peak_min_core_share() {
+  const char* text = std::getenv("CPUFT_PEAK_MIN_SHARE");
+  if (text == nullptr || *text == '\0') return 0.8;
+  char* end = nullptr;
+  const double share = std::strtod(text, &end);
+  CPUFT_REQUIRE(end != text && *end == '\0' && share >= 0 && share <= 1,
+                "CPUFT_PEAK_MIN_SHARE=", text, " (want a number from 0 to 1)");
+  return share;
+}
+
 MachinePeak machine_peak(bool bf16, int threads) {
+  const double min_share = peak_min_core_share();  // read first: a bad value is an error on any run
   MachinePeak result;
   result.cache_path = cache_path();
   const std::string key = cpu_model_string() + "|" + std::to_string(threads) + " threads|" +
@@ -54,8 +67,14 @@ MachinePeak machine_peak(bool bf16, int threads) {
       return result;
     }
   }
+  const Stopwatch wall;
+  const double cpu_before = process_cpu_seconds();
   result.peak = measure_compute_peak(bf16, threads, kProbeScale);
-  if (result.cache_path.empty() || result.peak.gflops <= 0) return result;
+  const double cpu = process_cpu_seconds() - cpu_before, seconds = wall.seconds();
+  if (seconds > 0 && threads > 0)
+    result.core_share = std::min(1.0, cpu / (seconds * static_cast<double>(threads)));
+  result.busy = result.core_share < min_share;
+  if (result.cache_path.empty() || result.peak.gflops <= 0 || result.busy) return result;
   try {  // best effort: another run may write it at the same moment (the last rename wins)
     cache[key] = {{"gflops", result.peak.gflops},
                   {"unit", result.peak.unit},

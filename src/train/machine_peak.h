@@ -6,6 +6,12 @@
 // ~/.cache/cpuft/peaks.json: {"<CPU model string>|<threads> threads|<unit kind>": {"gflops": G,
 // "unit": "...", "measured": "2026-12-06T04:10:00Z"}}. A cache that cannot be read or written is
 // ignored (the peak is measured again); it never fails a run.
+//
+// A peak probed while other processes had the cores (a build, another run) reads low, and every
+// later run's MFU would read high from the cache. So a measurement is cached only when the probe's
+// threads ran for at least $CPUFT_PEAK_MIN_SHARE (default 0.8) of the probe's wall time each: its
+// process CPU seconds over threads x wall seconds. Below that the run uses it, says so, and the
+// next run measures again.
 #pragma once
 
 #include <string>
@@ -18,9 +24,17 @@ struct MachinePeak {
   ComputePeak peak;
   bool cached = false;  // read from the cache file, not measured by this process
   std::string cache_path;
+  // Measured now: the probe's CPU seconds over threads x wall seconds (1: it had its cores), and
+  // whether that was under the share a measurement needs to be cached.
+  double core_share = 1;
+  bool busy = false;
 };
 
 // `bf16`: the run's products are bf16. `threads`: this rank's OpenMP threads.
 MachinePeak machine_peak(bool bf16, int threads);
+
+// $CPUFT_PEAK_MIN_SHARE, or 0.8; an error names a value that is not a number from 0 to 1 (the
+// trainer reads it before anything is written).
+double peak_min_core_share();
 
 }  // namespace cpuft

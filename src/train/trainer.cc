@@ -28,6 +28,7 @@
 #include "train/evaluation.h"
 #include "train/exchange_report.h"
 #include "train/hf_arguments.h"
+#include "train/machine_peak.h"
 #include "train/model_card.h"
 #include "train/output_lock.h"
 #include "train/outputs.h"
@@ -235,6 +236,7 @@ void read_and_check_inputs(Trainer::State& s) {
 
 Trainer::Trainer(const TrainConfig& config) : s_(std::make_unique<State>(config)) {
   validate_train_config(s_->cfg);
+  peak_min_core_share();  // a bad CPUFT_PEAK_MIN_SHARE is an error before anything is written
   s_->dist = start_distributed(s_->cfg.dist_backend, s_->cfg.dist_timeout);
   s_->timeline = StepTimeline(s_->dist.rank());
   // --local_rank $PMI_RANK (the reference scripts' habit) is the launcher's global rank on one

@@ -220,12 +220,16 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   // the job's is the sum over the ranks.
   const MachinePeak peak = machine_peak(c.bf16, s.dist.threads);
   const double peak_flops = s.mean_over_ranks(peak.peak.gflops) * 1e9;  // per rank
+  const std::string peak_source =
+      peak.cached ? str("cached in ", peak.cache_path)
+      : peak.busy
+          ? str("measured now, not cached: its threads had ", round_to(100 * peak.core_share, 0),
+                "% of their cores, so another process was running and it reads low")
+      : peak.cache_path.empty() ? std::string("measured now")
+                                : str("measured now, saved to ", peak.cache_path);
   s.info(str("compute peak: ", round_to(peak.peak.gflops, 1), " GFLOP/s ", peak.peak.unit, " on ",
-             s.dist.threads, " threads per rank (",
-             peak.cached               ? "cached in "
-             : peak.cache_path.empty() ? "measured now"
-                                       : "measured now, saved to ",
-             peak.cache_path, "); MFU below is model FLOP/s over it"));
+             s.dist.threads, " threads per rank (", peak_source,
+             "); MFU below is model FLOP/s over it"));
   Stopwatch run_watch;
   const int64_t first_step = s.global_step;  // of this run (a resumed run starts past 0)
   std::vector<Batch> micro_batches(static_cast<size_t>(c.gradient_accumulation_steps));
