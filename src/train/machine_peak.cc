@@ -1,5 +1,7 @@
 #include "train/machine_peak.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +34,13 @@ std::string cache_path() {
   return "";
 }
 
+// The cores this process may run on (its affinity mask); 0 when it cannot be read.
+int allowed_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
 json read_cache(const std::string& path) {
   std::ifstream in(path);
   if (!in) return json::object();
@@ -40,6 +49,12 @@ json read_cache(const std::string& path) {
 }
 
 }  // namespace
+
+double probe_core_share(double cpu_seconds, double wall_seconds, int threads, int cores) {
+  if (!(cpu_seconds > 0) || !(wall_seconds > 0) || threads <= 0) return 1;
+  const int runnable = cores > 0 ? std::min(threads, cores) : threads;
+  return std::min(1.0, cpu_seconds / (wall_seconds * static_cast<double>(runnable)));
+}
 
 double peak_min_core_share() {
   const char* text = std::getenv("CPUFT_PEAK_MIN_SHARE");
@@ -55,7 +70,11 @@ MachinePeak machine_peak(bool bf16, int threads) {
   const double min_share = peak_min_core_share();  // read first: a bad value is an error on any run
   MachinePeak result;
   result.cache_path = cache_path();
-  const std::string key = cpu_model_string() + "|" + std::to_string(threads) + " threads|" +
+  // Keyed by the threads that can run at once: 2 threads pinned to one core measure one core's
+  // peak, as 1 thread does, and must not stand for 2 threads on 2 cores.
+  const int cores = allowed_cores();
+  const int parallel = cores > 0 ? std::min(threads, cores) : threads;
+  const std::string key = cpu_model_string() + "|" + std::to_string(parallel) + " threads|" +
                           (bf16 ? "bf16 products" : "fp32 products");
   json cache = result.cache_path.empty() ? json::object() : read_cache(result.cache_path);
   if (const auto it = cache.find(key); it != cache.end() && it->is_object()) {
@@ -71,8 +90,7 @@ MachinePeak machine_peak(bool bf16, int threads) {
   const double cpu_before = process_cpu_seconds();
   result.peak = measure_compute_peak(bf16, threads, kProbeScale);
   const double cpu = process_cpu_seconds() - cpu_before, seconds = wall.seconds();
-  if (seconds > 0 && threads > 0)
-    result.core_share = std::min(1.0, cpu / (seconds * static_cast<double>(threads)));
+  result.core_share = probe_core_share(cpu, seconds, threads, cores);
   result.busy = result.core_share < min_share;
   if (result.cache_path.empty() || result.peak.gflops <= 0 || result.busy) return result;
   try {  // best effort: another run may write it at the same moment (the last rename wins)

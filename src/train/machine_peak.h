@@ -3,15 +3,17 @@
 // only the first time.
 //
 // The cache is one JSON file, $CPUFT_PEAK_CACHE, else $XDG_CACHE_HOME/cpuft/peaks.json, else
-// ~/.cache/cpuft/peaks.json: {"<CPU model string>|<threads> threads|<unit kind>": {"gflops": G,
+// ~/.cache/cpuft/peaks.json, keyed by the threads that can run at once (the rank's threads, or the
+// cores its affinity mask allows if fewer):
+// {"<CPU model string>|<threads> threads|<unit kind>": {"gflops": G,
 // "unit": "...", "measured": "2026-12-06T04:10:00Z"}}. A cache that cannot be read or written is
 // ignored (the peak is measured again); it never fails a run.
 //
 // A peak probed while other processes had the cores (a build, another run) reads low, and every
 // later run's MFU would read high from the cache. So a measurement is cached only when the probe's
-// threads ran for at least $CPUFT_PEAK_MIN_SHARE (default 0.8) of the probe's wall time each: its
-// process CPU seconds over threads x wall seconds. Below that the run uses it, says so, and the
-// next run measures again.
+// threads got at least $CPUFT_PEAK_MIN_SHARE (default 0.8) of the CPU time they could have had:
+// the process's CPU seconds over wall seconds x its threads (or the cores its affinity allows, if
+// fewer). Below that the run uses it, says so, and the next run measures again.
 #pragma once
 
 #include <string>
@@ -32,6 +34,11 @@ struct MachinePeak {
 
 // `bf16`: the run's products are bf16. `threads`: this rank's OpenMP threads.
 MachinePeak machine_peak(bool bf16, int threads);
+
+// The share of the CPU time a probe's threads could have had that they got: cpu_seconds over
+// wall_seconds x min(threads, cores), where cores is what the process may run on (its affinity
+// mask; <= 0: threads alone), capped at 1. 1 when either time is not positive.
+double probe_core_share(double cpu_seconds, double wall_seconds, int threads, int cores);
 
 // $CPUFT_PEAK_MIN_SHARE, or 0.8; an error names a value that is not a number from 0 to 1 (the
 // trainer reads it before anything is written).

@@ -10,6 +10,7 @@
 #include "io/safetensors.h"
 #include "train/encoded_dataset.h"
 #include "train/hf_arguments.h"
+#include "train/machine_peak.h"
 #include "train/outputs.h"
 #include "train/progress.h"
 #include "train/train_config.h"
@@ -190,6 +191,20 @@ TEST(Cadence, StepsEpochAndNo) {
   EXPECT_EQ(Cadence::parse("steps", 0.1, 95).every, 10);
   EXPECT_EQ(Cadence::parse("steps", 0.5, 3).every, 2);
   EXPECT_EQ(Cadence::parse("best", 1, 3).kind, Cadence::Kind::no);
+}
+
+// The peak probe's share of the CPU time its threads could have had: threads beyond the cores the
+// affinity mask allows are no sign of another process (taskset -c 0 with 2 threads read 50%
+// before this); a share above 1 (other threads of the process) is capped.
+TEST(MachinePeak, ProbeShareCountsOnlyTheCoresTheProcessMayUse) {
+  EXPECT_DOUBLE_EQ(probe_core_share(0.2, 0.1, 2, 2), 1.0);
+  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.1, 2, 2), 0.5);   // a hog on each core
+  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.1, 2, 1), 1.0);   // 2 threads pinned to 1 core
+  EXPECT_DOUBLE_EQ(probe_core_share(0.05, 0.1, 2, 1), 0.5);  // and a hog on it
+  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.1, 2, 0), 0.5);   // mask unknown: the threads
+  EXPECT_DOUBLE_EQ(probe_core_share(0.5, 0.1, 2, 16), 1.0);  // capped
+  EXPECT_DOUBLE_EQ(probe_core_share(0.0, 0.1, 2, 2), 1.0);   // no measurement: not busy
+  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.0, 2, 2), 1.0);
 }
 
 }  // namespace

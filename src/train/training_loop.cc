@@ -223,8 +223,9 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   const std::string peak_source =
       peak.cached ? str("cached in ", peak.cache_path)
       : peak.busy
-          ? str("measured now, not cached: its threads had ", round_to(100 * peak.core_share, 0),
-                "% of their cores, so another process was running and it reads low")
+          ? str("measured now, not cached: its threads got ", round_to(100 * peak.core_share, 0),
+                "% of the CPU time they could have had (another process, or a CPU quota), so it "
+                "reads low")
       : peak.cache_path.empty() ? std::string("measured now")
                                 : str("measured now, saved to ", peak.cache_path);
   s.info(str("compute peak: ", round_to(peak.peak.gflops, 1), " GFLOP/s ", peak.peak.unit, " on ",

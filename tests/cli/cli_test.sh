@@ -8,7 +8,8 @@ set -uo pipefail
 cpuft="$1"
 make_tiny_model="$2"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+hogs=()  # 1c's busy loops, killed on any exit
+trap 'kill "${hogs[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=2
 # The measured compute peak (train/machine_peak.h) is cached here, not in the user's ~/.cache.
 export CPUFT_PEAK_CACHE="$work/peaks.json"
@@ -115,7 +116,6 @@ printf '{"broken' >"$work/peaks.json"
 #     in the line, and not cached. Busy loops, two per core, take at least two thirds of each core
 #     (four loops on two cores: 31-33%, the peak read 128 against 428 GFLOP/s quiet); a bad
 #     CPUFT_PEAK_MIN_SHARE is one error line, before anything is written.
-hogs=()
 for ((i = 0; i < 2 * $(nproc); i++)); do
   (while :; do :; done) &
   hogs+=($!)
@@ -125,8 +125,9 @@ CPUFT_PEAK_MIN_SHARE= CPUFT_PEAK_CACHE="$work/busy-peaks.json" "$cpuft" train "$
 busy_rc=$?
 kill "${hogs[@]}" 2>/dev/null
 wait "${hogs[@]}" 2>/dev/null
+hogs=()
 [ "$busy_rc" = 0 ] && [ ! -e "$work/busy-peaks.json" ] &&
-  grep -q "^compute peak: .* (measured now, not cached: its threads had [0-9]*% of their cores, so another process was running and it reads low); " "$work/busy.log" &&
+  grep -q "^compute peak: .* (measured now, not cached: its threads got [0-9]*% of the CPU time they could have had (another process, or a CPU quota), so it reads low); " "$work/busy.log" &&
   pass || fail "a busy probe: rc $busy_rc, $(grep -E '^(compute|error)' "$work/busy.log")"
 CPUFT_PEAK_MIN_SHARE=high CPUFT_PEAK_CACHE="$work/busy-peaks.json" "$cpuft" train "${train_flags[@]}" \
   --max_steps 1 --save_strategy no --output_dir "$work/bad-share" >"$work/bad-share.log" 2>&1
