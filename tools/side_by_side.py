@@ -18,6 +18,7 @@ process measured by wait4 (wall, user+system CPU seconds, peak RSS):
   HF Trainer as the reference stack runs it (fp32, every example padded to 128),
   HF Trainer in its best CPU configuration (bf16 autocast, dynamic padding, group_by_length),
   tools/hf_glue_baseline.py being the HF side (run_glue.py's pipeline on the GLUE TSV files).
+--cpuft_only keeps cpuft's two runs (HF Trainer's BERT-base runs take hours on 2 cores).
 
 Usage (the golden venv has torch + transformers, tools/README.md):
   /work/venv-golden/bin/python tools/side_by_side.py \\
