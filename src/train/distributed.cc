@@ -14,9 +14,7 @@
 
 namespace cpuft {
 
-namespace {
-
-std::vector<int> owned_cores() {
+std::vector<int> affinity_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
   std::vector<int> cores;
@@ -25,6 +23,8 @@ std::vector<int> owned_cores() {
       if (CPU_ISSET(c, &set)) cores.push_back(c);
   return cores;
 }
+
+namespace {
 
 std::string describe_cores(const std::vector<int>& cores) {
   std::string text;
@@ -56,7 +56,7 @@ DistContext start_distributed(const std::string& backend, double timeout_seconds
   DistContext d;
   d.launch = detect_launch_from_process_env();
 
-  std::vector<int> cores = owned_cores();
+  std::vector<int> cores = affinity_cores();
   const long host_cores = sysconf(_SC_NPROCESSORS_ONLN);
   const int local_size = std::max(1, d.launch.local_size);
   if (local_size > 1 && static_cast<long>(cores.size()) == host_cores) {

@@ -13,6 +13,9 @@
 
 namespace cpuft {
 
+// The cores this process may run on (its affinity mask), ascending; empty when it cannot be read.
+std::vector<int> affinity_cores();
+
 struct DistContext {
   LaunchInfo launch;
   std::unique_ptr<Communicator> comm;

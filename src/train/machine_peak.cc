@@ -1,7 +1,5 @@
 #include "train/machine_peak.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/timer.h"
+#include "train/distributed.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -34,13 +33,6 @@ std::string cache_path() {
   return "";
 }
 
-// The cores this process may run on (its affinity mask); 0 when it cannot be read.
-int allowed_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-}
-
 json read_cache(const std::string& path) {
   std::ifstream in(path);
   if (!in) return json::object();
@@ -50,9 +42,12 @@ json read_cache(const std::string& path) {
 
 }  // namespace
 
-double probe_core_share(double cpu_seconds, double wall_seconds, int threads, int cores) {
-  if (!(cpu_seconds > 0) || !(wall_seconds > 0) || threads <= 0) return 1;
-  const int runnable = cores > 0 ? std::min(threads, cores) : threads;
+int runnable_threads(int threads, int cores) {
+  return cores > 0 ? std::min(threads, cores) : threads;
+}
+
+double probe_core_share(double cpu_seconds, double wall_seconds, int runnable) {
+  if (!(cpu_seconds > 0) || !(wall_seconds > 0) || runnable <= 0) return 1;
   return std::min(1.0, cpu_seconds / (wall_seconds * static_cast<double>(runnable)));
 }
 
@@ -72,9 +67,8 @@ MachinePeak machine_peak(bool bf16, int threads) {
   result.cache_path = cache_path();
   // Keyed by the threads that can run at once: 2 threads pinned to one core measure one core's
   // peak, as 1 thread does, and must not stand for 2 threads on 2 cores.
-  const int cores = allowed_cores();
-  const int parallel = cores > 0 ? std::min(threads, cores) : threads;
-  const std::string key = cpu_model_string() + "|" + std::to_string(parallel) + " threads|" +
+  const int runnable = runnable_threads(threads, static_cast<int>(affinity_cores().size()));
+  const std::string key = cpu_model_string() + "|" + std::to_string(runnable) + " threads|" +
                           (bf16 ? "bf16 products" : "fp32 products");
   json cache = result.cache_path.empty() ? json::object() : read_cache(result.cache_path);
   if (const auto it = cache.find(key); it != cache.end() && it->is_object()) {
@@ -90,7 +84,7 @@ MachinePeak machine_peak(bool bf16, int threads) {
   const double cpu_before = process_cpu_seconds();
   result.peak = measure_compute_peak(bf16, threads, kProbeScale);
   const double cpu = process_cpu_seconds() - cpu_before, seconds = wall.seconds();
-  result.core_share = probe_core_share(cpu, seconds, threads, cores);
+  result.core_share = probe_core_share(cpu, seconds, runnable);
   result.busy = result.core_share < min_share;
   if (result.cache_path.empty() || result.peak.gflops <= 0 || result.busy) return result;
   try {  // best effort: another run may write it at the same moment (the last rename wins)

@@ -26,8 +26,8 @@ struct MachinePeak {
   ComputePeak peak;
   bool cached = false;  // read from the cache file, not measured by this process
   std::string cache_path;
-  // Measured now: the probe's CPU seconds over threads x wall seconds (1: it had its cores), and
-  // whether that was under the share a measurement needs to be cached.
+  // Measured now: probe_core_share of the probe (1: it had its cores), and whether that was under
+  // the share a measurement needs to be cached.
   double core_share = 1;
   bool busy = false;
 };
@@ -35,10 +35,14 @@ struct MachinePeak {
 // `bf16`: the run's products are bf16. `threads`: this rank's OpenMP threads.
 MachinePeak machine_peak(bool bf16, int threads);
 
-// The share of the CPU time a probe's threads could have had that they got: cpu_seconds over
-// wall_seconds x min(threads, cores), where cores is what the process may run on (its affinity
-// mask; <= 0: threads alone), capped at 1. 1 when either time is not positive.
-double probe_core_share(double cpu_seconds, double wall_seconds, int threads, int cores);
+// The threads that can run at once: `threads`, or `cores` (the affinity mask's; <= 0: unknown) if
+// fewer. The cache's key and the probe's yardstick.
+int runnable_threads(int threads, int cores);
+
+// The share of the CPU time a probe's `runnable` threads could have had that they got:
+// cpu_seconds over wall_seconds x runnable, capped at 1 (other threads of the process count too).
+// 1 when either time is not positive.
+double probe_core_share(double cpu_seconds, double wall_seconds, int runnable);
 
 // $CPUFT_PEAK_MIN_SHARE, or 0.8; an error names a value that is not a number from 0 to 1 (the
 // trainer reads it before anything is written).

@@ -197,14 +197,17 @@ TEST(Cadence, StepsEpochAndNo) {
 // affinity mask allows are no sign of another process (taskset -c 0 with 2 threads read 50%
 // before this); a share above 1 (other threads of the process) is capped.
 TEST(MachinePeak, ProbeShareCountsOnlyTheCoresTheProcessMayUse) {
-  EXPECT_DOUBLE_EQ(probe_core_share(0.2, 0.1, 2, 2), 1.0);
-  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.1, 2, 2), 0.5);   // a hog on each core
-  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.1, 2, 1), 1.0);   // 2 threads pinned to 1 core
-  EXPECT_DOUBLE_EQ(probe_core_share(0.05, 0.1, 2, 1), 0.5);  // and a hog on it
-  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.1, 2, 0), 0.5);   // mask unknown: the threads
-  EXPECT_DOUBLE_EQ(probe_core_share(0.5, 0.1, 2, 16), 1.0);  // capped
-  EXPECT_DOUBLE_EQ(probe_core_share(0.0, 0.1, 2, 2), 1.0);   // no measurement: not busy
-  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.0, 2, 2), 1.0);
+  EXPECT_EQ(runnable_threads(2, 2), 2);
+  EXPECT_EQ(runnable_threads(2, 1), 1);  // 2 threads pinned to 1 core
+  EXPECT_EQ(runnable_threads(2, 16), 2);
+  EXPECT_EQ(runnable_threads(2, 0), 2);  // mask unknown: the threads
+  EXPECT_DOUBLE_EQ(probe_core_share(0.2, 0.1, 2), 1.0);
+  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.1, 2), 0.5);  // a hog on each core
+  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.1, runnable_threads(2, 1)), 1.0);
+  EXPECT_DOUBLE_EQ(probe_core_share(0.05, 0.1, runnable_threads(2, 1)), 0.5);  // and a hog
+  EXPECT_DOUBLE_EQ(probe_core_share(0.5, 0.1, 2), 1.0);                        // capped
+  EXPECT_DOUBLE_EQ(probe_core_share(0.0, 0.1, 2), 1.0);  // no measurement: not busy
+  EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.0, 2), 1.0);
 }
 
 }  // namespace
