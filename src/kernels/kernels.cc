@@ -31,6 +31,8 @@ constexpr KernelTable kReferenceTable{
     .layer_norm_backward = &reference::layer_norm_backward<float>,
     .gelu_forward = &reference::gelu_forward<float>,
     .gelu_backward = &reference::gelu_backward<float>,
+    .gelu_forward_bf16 = &reference::gelu_forward_bf16,
+    .gelu_backward_bf16 = &reference::gelu_backward_bf16,
     .tanh_forward = &reference::tanh_forward<float>,
     .tanh_backward = &reference::tanh_backward<float>,
     .softmax_forward = &reference::softmax_forward<float>,
@@ -55,6 +57,8 @@ constexpr KernelTable kAvx512Table{
     .layer_norm_backward = &avx512::layer_norm_backward,
     .gelu_forward = &avx512::gelu_forward,
     .gelu_backward = &avx512::gelu_backward,
+    .gelu_forward_bf16 = &avx512::gelu_forward_bf16,
+    .gelu_backward_bf16 = &avx512::gelu_backward_bf16,
     .tanh_forward = &avx512::tanh_forward,
     .tanh_backward = &avx512::tanh_backward,
     .softmax_forward = &avx512::softmax_forward,
@@ -128,6 +132,8 @@ KernelTable timed(const KernelTable& plain) {
   CPUFT_TIME_KERNEL(layer_norm_backward);
   CPUFT_TIME_KERNEL(gelu_forward);
   CPUFT_TIME_KERNEL(gelu_backward);
+  CPUFT_TIME_KERNEL(gelu_forward_bf16);
+  CPUFT_TIME_KERNEL(gelu_backward_bf16);
   CPUFT_TIME_KERNEL(tanh_forward);
   CPUFT_TIME_KERNEL(tanh_backward);
   CPUFT_TIME_KERNEL(softmax_forward);

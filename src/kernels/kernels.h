@@ -67,6 +67,14 @@ struct KernelTable {
   // Exact GELU: y = x * 0.5 * (1 + erf(x / sqrt(2))).  (n elements)
   void (*gelu_forward)(float* y, const float* x, int64_t n);
   void (*gelu_backward)(float* d_x, const float* d_y, const float* x, int64_t n);
+  // The same under --bf16, where the products read only the bf16 rounding, in one pass instead of
+  // two or three, with the bits of the unfused kernels run in turn:
+  //   y = round_to_bf16(gelu(x));
+  //   d_x(N,C) = round_to_bf16(gelu_backward(d_y, x)); d_b(C) += bias_backward of the unrounded
+  //   d_x (accumulate). d_x may not alias d_y or x.
+  void (*gelu_forward_bf16)(bf16* y, const float* x, int64_t n);
+  void (*gelu_backward_bf16)(bf16* d_x, float* d_b, const float* d_y, const float* x, int64_t N,
+                             int64_t C);
 
   // y = tanh(x); backward uses y: d_x = d_y * (1 - y*y).
   void (*tanh_forward)(float* y, const float* x, int64_t n);

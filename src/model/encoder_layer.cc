@@ -40,10 +40,17 @@ void rowwise_forward(const RowwiseActivations& a, const float* residual, const L
 
   const Operand h1_in = as_input(a.h1, a.h1_b, R * D);
   plans.ffn_in.forward(a.ffn_pre, h1_in, w.ffn_in, p.ffn_in_b, R);
-  // act is kept only when backward reads it in fp32 (ffn_act); else it lives in scratch.nf.
-  float* act = a.ffn_act != nullptr ? a.ffn_act : scratch.nf;
-  k.gelu_forward(act, a.ffn_pre, R * F);
-  const Operand act_in = as_input(act, a.act_b, R * F);
+  // act is kept only when backward reads it in fp32 (ffn_act); under bf16 only its rounding act_b
+  // is stored, in one pass; else it lives in scratch.nf.
+  Operand act_in;
+  if (a.act_b != nullptr && a.ffn_act == nullptr) {
+    k.gelu_forward_bf16(a.act_b, a.ffn_pre, R * F);
+    act_in = {nullptr, a.act_b};
+  } else {
+    float* act = a.ffn_act != nullptr ? a.ffn_act : scratch.nf;
+    k.gelu_forward(act, a.ffn_pre, R * F);
+    act_in = as_input(act, a.act_b, R * F);
+  }
   plans.ffn_out.forward(tmp, act_in, w.ffn_out, p.ffn_out_b, R);
   packed_dropout_forward(k, tmp, tmp, dims.hidden_dropout, keys[kFfnOutput], rows);
   k.add_layer_norm_forward(a.out, a.s2, a.ln2_mean, a.ln2_rstd, tmp, a.h1, p.ffn_ln_w, p.ffn_ln_b,
@@ -83,14 +90,18 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
     plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, R);
     progress_point(listener);
   }
-  // undo: act = gelu(pre)
-  k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, R * F);
-  // undo: pre = h1 W1^T + b1
+  // undo: act = gelu(pre), then pre = h1 W1^T + b1. Under bf16 one pass writes only the rounding
+  // the products read (grad_b) and the bias gradient; the fp32 gradient is never stored.
   {
-    const Operand d_y = as_input(d_ffn, grad_b, R * F);
+    if (grad_b != nullptr) {
+      k.gelu_backward_bf16(grad_b, g.ffn_in_b, d_ffn, a.ffn_pre, R, F);
+    } else {
+      k.gelu_backward(d_ffn, d_ffn, a.ffn_pre, R * F);
+      k.bias_backward(g.ffn_in_b, d_ffn, R, F);
+    }
+    const Operand d_y = grad_b != nullptr ? Operand{nullptr, grad_b} : Operand{d_ffn};
     plans.ffn_in.backward_weights(g.ffn_in_w, d_y, Operand{a.h1, a.h1_b}, R);
     progress_point(listener);
-    k.bias_backward(g.ffn_in_b, d_ffn, R, F);
     plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, R);
     progress_point(listener);
   }

@@ -25,6 +25,9 @@ void layer_norm_backward(float* d_x, float* d_gamma, float* d_beta, const float*
                          int64_t N, int64_t D);
 void gelu_forward(float* y, const float* x, int64_t n);
 void gelu_backward(float* d_x, const float* d_y, const float* x, int64_t n);
+void gelu_forward_bf16(bf16* y, const float* x, int64_t n);
+void gelu_backward_bf16(bf16* d_x, float* d_b, const float* d_y, const float* x, int64_t N,
+                        int64_t C);
 void tanh_forward(float* y, const float* x, int64_t n);
 void tanh_backward(float* d_x, const float* d_y, const float* y, int64_t n);
 void softmax_forward(float* y, const float* x, int64_t N, int64_t C);

@@ -9,7 +9,7 @@ namespace cpuft::avx512 {
 // then added in block order: race-free and the same for any thread count.
 void bias_backward(float* d_b, const float* d_y, int64_t N, int64_t C) {
   if (N <= 0) return;
-  const int64_t rows_per_block = max_i64(16, (N + 255) / 256);
+  const int64_t rows_per_block = bias_block_rows(N);
   const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
   Scratch<float> partial(blocks * C);  // (blocks, C)
 #pragma omp parallel if (N * C >= kParallelMinElements)
@@ -26,14 +26,7 @@ void bias_backward(float* d_b, const float* d_y, int64_t N, int64_t C) {
         _mm512_mask_storeu_ps(partial.data + blk * C + j, m, acc);
       }
     }
-#pragma omp for schedule(static)
-    for (int64_t j = 0; j < C; j += kLanes) {
-      const __mmask16 m = lanes_mask(C - j);
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t blk = 0; blk < blocks; ++blk)
-        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, partial.data + blk * C + j));
-      _mm512_mask_storeu_ps(d_b + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d_b + j), acc));
-    }
+    add_block_sums(d_b, partial.data, blocks, C);
   }
 }
 

@@ -187,6 +187,49 @@ inline __m512 tanh_ps(__m512 x) {
   return _mm512_mask_blend_ps(is_small, big_signed, small);
 }
 
+// GELU's derivative Phi(x) + x * phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi).
+inline __m512 gelu_derivative_ps(__m512 x) {
+  __m512 gauss;
+  const __m512 cdf = normal_cdf_ps(x, &gauss);
+  const __m512 pdf = _mm512_mul_ps(gauss, _mm512_set1_ps(0.398942280401f));
+  return _mm512_fmadd_ps(x, pdf, cdf);
+}
+
+// The bf16 bits of 16 floats, as core/bf16.h's round_to_bf16 rounds: nearest, ties to even, in
+// integer arithmetic so that it needs only AVX-512F/BW (the AVX512_BF16 conversion instruction
+// flushes subnormals, unlike torch's rounding and the scalar twin); a NaN keeps its upper half,
+// quieted.
+inline __m256i bf16_bits_ps(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                _mm512_set1_epi32(0x7F800000));
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x0040));
+  return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
+}
+
+// Column sums of an (N, C) gradient as the bias gradients take them, in one order whatever the
+// thread count: blocks of bias_block_rows(N) rows, each column summed from zero over its block's
+// rows in order, then the blocks' sums added in order (add_block_sums).
+inline int64_t bias_block_rows(int64_t N) {
+  return max_i64(16, (N + 255) / 256);
+}
+
+// d_b(C) += the sum over blocks of partial(blocks, C), blocks in order. A worksharing loop: call it
+// from every thread of a parallel region.
+inline void add_block_sums(float* d_b, const float* partial, int64_t blocks, int64_t C) {
+#pragma omp for schedule(static)
+  for (int64_t j = 0; j < C; j += kLanes) {
+    const __mmask16 m = lanes_mask(C - j);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t blk = 0; blk < blocks; ++blk)
+      acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, partial + blk * C + j));
+    _mm512_mask_storeu_ps(d_b + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d_b + j), acc));
+  }
+}
+
 // Forks a team only when there is enough work to pay for it (~a few microseconds).
 constexpr int64_t kParallelMinElements = int64_t{1} << 15;
 
