@@ -364,7 +364,8 @@ TEST_F(Avx512VsReference, Mse) {
 }
 
 TEST_F(Avx512VsReference, AdamW) {
-  // Same float operations in the same order (no FMA contraction): bit-identical.
+  // Same float operations in the same order (no FMA contraction): bit-identical, with and without
+  // a gradient scale, the zeroing of the gradient and the bf16 copy of the new weights.
   AdamWStep step;
   step.lr = 2e-5f;
   step.weight_decay = 0.01f;
@@ -373,15 +374,26 @@ TEST_F(Avx512VsReference, AdamW) {
     FVec v_r = random_uniform<float>(rng, n, 0, 1e-6);
     const FVec g = random_normal<float>(rng, n, 0, 1e-3);
     FVec w_s = w_r, m_s = m_r, v_s = v_r;
+    // 16 sentinels past the end: the masked tail store of the copy must not touch them.
+    std::vector<bf16> b_r(n), b_s(n + 16, bf16{0xDEAD});
     for (int t = 1; t <= 3; ++t) {
       step.bias_correction1 = 1 - std::pow(step.beta1, static_cast<float>(t));
       step.bias_correction2 = 1 - std::pow(step.beta2, static_cast<float>(t));
-      ref.adamw_update(w_r.data(), m_r.data(), v_r.data(), g.data(), step, n);
-      simd().adamw_update(w_s.data(), m_s.data(), v_s.data(), g.data(), step, n);
+      step.grad_scale = t == 2 ? 0.37f : 1.0f;
+      step.zero_grad = t == 3;
+      FVec g_r = g, g_s = g;
+      ref.adamw_update(w_r.data(), m_r.data(), v_r.data(), g_r.data(),
+                       t == 3 ? b_r.data() : nullptr, step, n);
+      simd().adamw_update(w_s.data(), m_s.data(), v_s.data(), g_s.data(),
+                          t == 3 ? b_s.data() : nullptr, step, n);
+      expect_bitwise_equal(g_s, g_r, "g " + std::to_string(n));
+      if (t == 3) expect_bitwise_equal(g_s, FVec(n, 0.0f), "zeroed g " + std::to_string(n));
     }
     expect_bitwise_equal(w_s, w_r, "w " + std::to_string(n));
     expect_bitwise_equal(m_s, m_r, "m " + std::to_string(n));
     expect_bitwise_equal(v_s, v_r, "v " + std::to_string(n));
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(b_s[i].bits, b_r[i].bits) << n << " [" << i << "]";
+    for (int64_t i = n; i < n + 16; ++i) EXPECT_EQ(b_s[i].bits, 0xDEAD) << n;
   }
 }
 

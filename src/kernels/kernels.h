@@ -37,6 +37,11 @@ struct AdamWStep {
   float weight_decay = 0;
   float bias_correction1 = 1;  // 1 - beta1^step
   float bias_correction2 = 1;  // 1 - beta2^step
+  // What the same pass also does (optim/optimizer.h, UpdatePass): the gradient is read as
+  // g * grad_scale (one fp32 product: the bits the clip's scaling would have stored; 1 leaves g as
+  // it is), and with zero_grad it is set to +0 once read.
+  float grad_scale = 1;
+  bool zero_grad = false;
 };
 
 struct KernelTable {
@@ -105,8 +110,9 @@ struct KernelTable {
   float (*mse_forward_backward)(float* d_pred, const float* pred, const float* target,
                                 float loss_scale, int64_t N);
 
-  // One AdamW update of n parameters (w, m, v updated in place).
-  void (*adamw_update)(float* w, float* m, float* v, const float* g, const AdamWStep& step,
+  // One AdamW update of n parameters (w, m, v updated in place) from g * step.grad_scale; then
+  // g = +0 if step.zero_grad, and w_b = round_to_bf16(w) unless w_b is nullptr.
+  void (*adamw_update)(float* w, float* m, float* v, float* g, bf16* w_b, const AdamWStep& step,
                        int64_t n);
   // sum(x^2) in double accumulation (gradient clipping's norm).
   double (*sum_squares)(const float* x, int64_t n);

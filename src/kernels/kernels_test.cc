@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -395,6 +396,42 @@ TEST(Accumulation, ParameterGradsAccumulateActivationGradsOverwrite) {
   }
 }
 
+// The update pass's extras are the separate passes they replace: scaling the gradients (the clip),
+// the update, rounding the new weights to bf16, zeroing the gradients; the same bits in every
+// table.
+TEST(Fused, AdamWPassEqualsScaleUpdateRoundAndZeroInTurn) {
+  std::mt19937 rng(17);
+  for (const KernelTable* t : tables())
+    for (int64_t n : {1, 17, 1000, 70000}) {
+      const FVec w0 = random_normal<float>(rng, n, 0, 0.05);
+      const FVec m0 = random_normal<float>(rng, n, 0, 1e-3),
+                 v0 = random_uniform<float>(rng, n, 0, 1e-6);
+      const FVec g0 = random_normal<float>(rng, n, 0, 1e-3);
+      AdamWStep step;
+      step.lr = 2e-5f;
+      step.weight_decay = 0.01f;
+      step.bias_correction1 = 0.19f;
+      step.bias_correction2 = 0.002f;
+      const float coef = 0.4137f;
+      FVec w1 = w0, m1 = m0, v1 = v0, g1 = g0;
+      std::vector<bf16> b1(n), b2(n);
+      t->scale(g1.data(), coef, n);
+      t->adamw_update(w1.data(), m1.data(), v1.data(), g1.data(), nullptr, step, n);
+      t->round_to_bf16(b1.data(), w1.data(), n);
+      std::fill(g1.begin(), g1.end(), 0.0f);
+      FVec w2 = w0, m2 = m0, v2 = v0, g2 = g0;
+      step.grad_scale = coef;
+      step.zero_grad = true;
+      t->adamw_update(w2.data(), m2.data(), v2.data(), g2.data(), b2.data(), step, n);
+      const std::string what = std::string(t->isa) + " n=" + std::to_string(n);
+      expect_bitwise_equal(w2, w1, "w " + what);
+      expect_bitwise_equal(m2, m1, "m " + what);
+      expect_bitwise_equal(v2, v1, "v " + what);
+      expect_bitwise_equal(g2, g1, "g " + what);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(b2[i].bits, b1[i].bits) << what << " [" << i << "]";
+    }
+}
+
 // torch.optim.AdamW, written out in double for three steps with the bias corrections from the
 // step count; the float kernels must follow within float rounding.
 TEST(AdamW, ThreeStepsMatchDoubleComputation) {
@@ -429,7 +466,8 @@ TEST(AdamW, ThreeStepsMatchDoubleComputation) {
       step.eps = static_cast<float>(eps);
       step.bias_correction1 = static_cast<float>(1 - std::pow(b1, s));
       step.bias_correction2 = static_cast<float>(1 - std::pow(b2, s));
-      t->adamw_update(wf.data(), mf.data(), vf.data(), grads[s - 1].data(), step, n);
+      FVec g = grads[s - 1];
+      t->adamw_update(wf.data(), mf.data(), vf.data(), g.data(), nullptr, step, n);
     }
     // w ~ 0.5 moves by ~1e-3 a step: a few roundings of w per step, each kEps |w|, plus the
     // update's relative error (~1e-6 from float beta/eps/bias corrections) times 3e-3.

@@ -65,4 +65,13 @@ void Bf16Weights::refresh(const ModelParams& p) {
   source_ = p.word_emb;
 }
 
+std::vector<Bf16Weights::Target> Bf16Weights::targets(const ModelParams& p) const {
+  std::vector<Target> out;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    for (const Copy& c : copies_)
+      out.push_back(Target{p.layers[l].*c.from, layers_[l].*c.to, c.numel});
+  }
+  return out;
+}
+
 }  // namespace cpuft

@@ -32,6 +32,19 @@ class Bf16Weights {
 
   // Rounds every encoder linear weight of `params` (nearest, ties to even).
   void refresh(const ModelParams& params);
+
+  // One copy's rounding: from which floats of the parameters to which bf16s. A training step's
+  // optimizer writes these itself as it updates the weights (optim/optimizer.h, UpdatePass),
+  // which is what refresh() would write after it, in one pass instead of two.
+  struct Target {
+    const float* from;
+    bf16* to;
+    int64_t numel;
+  };
+  // Every copy of every layer, for the weights `params` views. source() is refresh()'s alone: the
+  // first forward still needs a refresh, and a writer of the targets must keep to the weights
+  // last refreshed.
+  std::vector<Target> targets(const ModelParams& params) const;
   // The fp32 weights last rounded (their word embedding's address; nullptr before the first
   // refresh), so that the model can refuse a forward before any refresh or on another buffer. It
   // cannot see a buffer changed in place since: refreshing after every change is the caller's job.

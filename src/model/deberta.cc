@@ -255,6 +255,11 @@ void DebertaClassifier::refresh_bf16_weights(const ModelParams& params) {
   if (state_->bf16_weights) state_->bf16_weights->refresh(params);
 }
 
+std::vector<Bf16Weights::Target> DebertaClassifier::bf16_targets(const ModelParams& params) {
+  if (!state_->bf16_weights) return {};
+  return state_->bf16_weights->targets(params);
+}
+
 const float* DebertaClassifier::logits() const {
   return state_->head.logits;
 }

@@ -51,6 +51,7 @@ class DebertaClassifier {
                                   MatmulPrecision precision);
 
   void refresh_bf16_weights(const ModelParams& params);
+  std::vector<Bf16Weights::Target> bf16_targets(const ModelParams& params);
   // The logits of `batch` (the caller has checked it against the limits); the caller's loss
   // writes d_logits() before backward, as in SequenceClassifier, which runs this class.
   void forward(const ModelParams& params, const Batch& batch, const StepContext& context);

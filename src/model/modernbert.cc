@@ -250,6 +250,11 @@ void ModernBertClassifier::refresh_bf16_weights(const ModelParams& params) {
   if (state_->bf16_weights) state_->bf16_weights->refresh(params);
 }
 
+std::vector<Bf16Weights::Target> ModernBertClassifier::bf16_targets(const ModelParams& params) {
+  if (!state_->bf16_weights) return {};
+  return state_->bf16_weights->targets(params);
+}
+
 const float* ModernBertClassifier::logits() const {
   return state_->logits;
 }

@@ -248,6 +248,13 @@ void SequenceClassifier::refresh_bf16_weights(const ModelParams& params) {
   }
 }
 
+std::vector<Bf16Weights::Target> SequenceClassifier::bf16_targets(const ModelParams& params) {
+  if (modern_) return modern_->bf16_targets(params);
+  if (deberta_) return deberta_->bf16_targets(params);
+  if (state_->bf16_weights) return state_->bf16_weights->targets(params);
+  return {};
+}
+
 namespace {
 
 // The dropout streams of encoder layer l.

@@ -81,6 +81,9 @@ class SequenceClassifier {
 
   // Rounds the encoder's linear weights into the bf16 copy; a no-op for fp32 models.
   void refresh_bf16_weights(const ModelParams& params);
+  // Where those roundings come from and go to (Bf16Weights::targets), for an optimizer that writes
+  // them as it updates the weights; empty for fp32 models.
+  std::vector<Bf16Weights::Target> bf16_targets(const ModelParams& params);
 
   // Runs the forward pass; returns the mean loss over the batch when `with_loss` (labels/targets
   // must be set), else 0. Logits stay available through logits() until the next forward.

@@ -19,7 +19,8 @@ std::vector<OptimizerState> AdamW::state_buffers() {
   return {{"exp_avg", &m_}, {"exp_avg_sq", &v_}};
 }
 
-void AdamW::step(float* params, const float* grads, double lr) {
+void AdamW::step(float* params, float* grads, double lr, const UpdatePass& pass) {
+  check_pass(pass, layout_);
   ++steps_;
   AdamWStep s;
   s.lr = static_cast<float>(lr);
@@ -31,11 +32,16 @@ void AdamW::step(float* params, const float* grads, double lr) {
   // Bias corrections are computed once per step in double, as torch does on the host.
   s.bias_correction1 = static_cast<float>(1.0 - std::pow(options_.beta1, steps_));
   s.bias_correction2 = static_cast<float>(1.0 - std::pow(options_.beta2, steps_));
+  s.grad_scale = pass.grad_scale;
   const KernelTable& k = kernels();
-  for (const ParamSpec& spec : layout_.specs()) {
+  const std::vector<ParamSpec>& specs = layout_.specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ParamSpec& spec = specs[i];
     s.weight_decay = spec.decays ? static_cast<float>(options_.weight_decay) : 0.0f;
+    s.zero_grad = !pass.zero_grad.empty() && pass.zero_grad[i] != 0;
+    bf16* copy = pass.bf16_copy.empty() ? nullptr : pass.bf16_copy[i];
     k.adamw_update(params + spec.offset, m_.data() + spec.offset, v_.data() + spec.offset,
-                   grads + spec.offset, s, spec.numel);
+                   grads + spec.offset, copy, s, spec.numel);
   }
 }
 
@@ -56,15 +62,27 @@ bool any_bits(const float* row, int64_t width, uint32_t mask) {
 }  // namespace
 
 double clip_grad_norm(float* grads, int64_t n, double max_norm, const MostlyZeroRows& zero_rows) {
-  const KernelTable& k = kernels();
-  const double norm = std::sqrt(k.sum_squares(grads, n));
-  if (max_norm <= 0) return norm;
+  const double norm = grad_norm(grads, n);
+  scale_gradients(grads, n, clip_coefficient(norm, max_norm), zero_rows);
+  return norm;
+}
+
+double grad_norm(const float* grads, int64_t n) {
+  return std::sqrt(kernels().sum_squares(grads, n));
+}
+
+float clip_coefficient(double norm, double max_norm) {
+  if (max_norm <= 0) return 1.0f;
   const double coef = max_norm / (norm + 1e-6);
-  if (coef >= 1.0) return norm;
-  const auto c = static_cast<float>(coef);
+  return coef >= 1.0 ? 1.0f : static_cast<float>(coef);
+}
+
+void scale_gradients(float* grads, int64_t n, float c, const MostlyZeroRows& zero_rows) {
+  if (c == 1.0f) return;  // clip_coefficient's "no scaling" (x * 1 = x anyway)
+  const KernelTable& k = kernels();
   if (zero_rows.rows == 0) {
     k.scale(grads, c, n);
-    return norm;
+    return;
   }
   const int64_t begin = zero_rows.begin, width = zero_rows.width;
   const int64_t end = begin + zero_rows.rows * width;
@@ -77,7 +95,6 @@ double clip_grad_norm(float* grads, int64_t n, double max_norm, const MostlyZero
       for (int64_t i = 0; i < width; ++i) row[i] *= c;  // as k.scale: one fp32 product
   }
   k.scale(grads + end, c, n - end);
-  return norm;
 }
 
 void zero_nonzero_rows(float* grads, const MostlyZeroRows& rows) {

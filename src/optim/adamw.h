@@ -23,7 +23,7 @@ class AdamW final : public Optimizer {
 
   // One update of all parameters with learning rate `lr`; increments the step count first
   // (torch's bias correction uses step >= 1).
-  void step(float* params, const float* grads, double lr) override;
+  void step(float* params, float* grads, double lr, const UpdatePass& pass) override;
   // Checkpoints: "adamw_steps", and "exp_avg.<name>", "exp_avg_sq.<name>" per parameter.
   const char* state_kind() const override { return "adamw"; }
   std::vector<OptimizerState> state_buffers() override;
@@ -47,9 +47,14 @@ struct MostlyZeroRows {
 // max_norm / (norm + 1e-6) as torch.nn.utils.clip_grad_norm_ does. Returns the norm before
 // clipping. In `zero_rows` only rows with a nonzero are scaled: an all-zero row scales to itself
 // (+-0 times the factor keeps its bits), and leaving it unwritten leaves its never-written pages
-// without memory (core/buffer.h, release_zeroed).
+// without memory (core/buffer.h, release_zeroed). The same as its three parts below in turn.
 double clip_grad_norm(float* grads, int64_t n, double max_norm,
                       const MostlyZeroRows& zero_rows = {});
+// The parts: the norm; the factor clip_grad_norm scales by (1 when it does not scale); the scaling.
+double grad_norm(const float* grads, int64_t n);
+float clip_coefficient(double norm, double max_norm);
+void scale_gradients(float* grads, int64_t n, float coefficient,
+                     const MostlyZeroRows& zero_rows = {});
 
 // Zeroes the rows of `rows` (in `grads`) that hold any bit other than +0's and writes nothing
 // else: an all-zero row's pages stay as they are, never-written ones without memory.

@@ -198,7 +198,7 @@ TEST(Sgd, MatchesTorchThroughHfTrainersGroups) {
     double worst_ulps = 0;
     for (const nlohmann::json& s : c.at("steps")) {
       fill(grads, s.at("grad"));
-      opt->step(params.data(), grads.data(), s.at("lr"));
+      opt->step(params.data(), grads.data(), s.at("lr"), {});
       fill(want, s.at("after"));
       ++step;
       for (size_t i = 0; i < n; ++i) {
@@ -266,8 +266,8 @@ TEST(Optimizer, StepsAreCountedAndRestorable) {
   for (const char* name : {"adamw_torch", "sgd"}) {
     const auto opt = make_optimizer(name, "", layout, OptimizerOptions{});
     Optimizer& o = *opt;
-    o.step(params.data(), grads.data(), 1e-3);
-    o.step(params.data(), grads.data(), 1e-3);
+    o.step(params.data(), grads.data(), 1e-3, {});
+    o.step(params.data(), grads.data(), 1e-3, {});
     EXPECT_EQ(o.steps_taken(), 2) << name;
     o.set_steps_taken(7);
     EXPECT_EQ(o.steps_taken(), 7) << name;

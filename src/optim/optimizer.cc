@@ -86,4 +86,12 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const std::st
                   "adafactor included, are not implemented); use ", kValidOptims));
 }
 
+void Optimizer::check_pass(const UpdatePass& pass, const ParamLayout& layout) {
+  const size_t specs = layout.specs().size();
+  CPUFT_CHECK(pass.bf16_copy.empty() || pass.bf16_copy.size() == specs,
+              "update pass: ", pass.bf16_copy.size(), " bf16 copies for ", specs, " tensors");
+  CPUFT_CHECK(pass.zero_grad.empty() || pass.zero_grad.size() == specs,
+              "update pass: ", pass.zero_grad.size(), " zeroing flags for ", specs, " tensors");
+}
+
 }  // namespace cpuft

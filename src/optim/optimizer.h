@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/buffer.h"
 #include "model/param_layout.h"
 
@@ -24,13 +26,27 @@ struct OptimizerState {
   AlignedBuffer<float>* values = nullptr;
 };
 
+// What the update's pass over each tensor does besides the update, so that a training step reads
+// and writes each buffer once (TrainStep): the clip's scaling, the bf16 copies of the new weights,
+// the zeroing of the used gradients. The default does none of them.
+struct UpdatePass {
+  // The gradients are read as g * grad_scale: one fp32 product, the bits clip_grad_norm's scaling
+  // would have stored (1: as they are).
+  float grad_scale = 1;
+  // Empty, or one entry per ParamSpec (layout order): where the bf16 rounding of the tensor's new
+  // values goes (Bf16Weights' copies), or nullptr.
+  std::span<bf16* const> bf16_copy;
+  // Empty, or one entry per ParamSpec: nonzero where the tensor's gradient is set to +0 once read.
+  std::span<const uint8_t> zero_grad;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
 
-  // One update of all parameters with learning rate `lr` (the schedule's value for this step);
-  // counts the step first.
-  virtual void step(float* params, const float* grads, double lr) = 0;
+  // One update of all parameters with learning rate `lr` (the schedule's value for this step) and
+  // what `pass` adds to it; counts the step first.
+  virtual void step(float* params, float* grads, double lr, const UpdatePass& pass) = 0;
 
   // The algorithm, as checkpoints name it: "adamw" (both adamw_torch names) or "sgd". A checkpoint
   // records "<state_kind>_steps"; another kind's checkpoint is refused on resume.
@@ -43,6 +59,9 @@ class Optimizer {
   void set_steps_taken(int64_t steps) { steps_ = steps; }
 
  protected:
+  // Checks that pass's per-spec spans are empty or have one entry per spec of `layout`.
+  static void check_pass(const UpdatePass& pass, const ParamLayout& layout);
+
   int64_t steps_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "kernels/kernels.h"
 
 namespace cpuft {
 
@@ -29,7 +30,8 @@ std::vector<OptimizerState> Sgd::state_buffers() {
   return {{"momentum_buffer", &momentum_buffer_}};
 }
 
-void Sgd::step(float* params, const float* grads, double lr) {
+void Sgd::step(float* params, float* grads, double lr, const UpdatePass& pass) {
+  check_pass(pass, layout_);
   const bool first = steps_ == 0;  // torch creates the momentum buffer at the first step
   ++steps_;
   const bool has_momentum = options_.momentum != 0;
@@ -38,16 +40,21 @@ void Sgd::step(float* params, const float* grads, double lr) {
   const float momentum = static_cast<float>(options_.momentum);
   const float one_minus_dampening = static_cast<float>(1.0 - options_.dampening);
   const float neg_lr = static_cast<float>(-lr);
-  for (const ParamSpec& spec : layout_.specs()) {
+  const float grad_scale = pass.grad_scale;
+  const std::vector<ParamSpec>& specs = layout_.specs();
+  for (size_t s = 0; s < specs.size(); ++s) {
+    const ParamSpec& spec = specs[s];
     const bool decay = spec.decays && options_.weight_decay != 0;
     const float wd = static_cast<float>(options_.weight_decay);
+    const bool zero_grad = !pass.zero_grad.empty() && pass.zero_grad[s] != 0;
     float* p = params + spec.offset;
-    const float* g = grads + spec.offset;
+    float* g = grads + spec.offset;
     float* buf = has_momentum ? momentum_buffer_.data() + spec.offset : nullptr;
     const int64_t n = spec.numel;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
-      float d = g[i];
+      float d = g[i] * grad_scale;  // the clip's scaling (UpdatePass)
+      if (zero_grad) g[i] = 0.0f;
       if (decay) d = std::fma(p[i], wd, d);  // grad.add(param, alpha=weight_decay)
       if (has_momentum) {
         // buf.mul_(momentum).add_(grad, alpha=1 - dampening), or a copy of grad at first.
@@ -56,6 +63,9 @@ void Sgd::step(float* params, const float* grads, double lr) {
       }
       p[i] = std::fma(d, neg_lr, p[i]);  // param.add_(grad, alpha=-lr)
     }
+    // SGD is rarely the hot path: its bf16 copy is a second pass over the tensor.
+    if (!pass.bf16_copy.empty() && pass.bf16_copy[s] != nullptr)
+      kernels().round_to_bf16(pass.bf16_copy[s], p, n);
   }
 }
 

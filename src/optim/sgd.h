@@ -25,7 +25,7 @@ class Sgd final : public Optimizer {
   // without momentum > 0 and dampening 0.
   Sgd(const ParamLayout& layout, const SgdOptions& options);
 
-  void step(float* params, const float* grads, double lr) override;
+  void step(float* params, float* grads, double lr, const UpdatePass& pass) override;
   const char* state_kind() const override { return "sgd"; }
   // "momentum_buffer" when momentum != 0 (torch keeps none without momentum).
   std::vector<OptimizerState> state_buffers() override;

@@ -15,6 +15,30 @@ double seconds_between(Clock::time_point begin, Clock::time_point end) {
   return std::chrono::duration<double>(end - begin).count();
 }
 
+// Per spec of `layout`, where the bf16 rounding of its values goes: into the target holding it (a
+// target may hold several specs packed together, such as Q, K and V), or nowhere (nullptr).
+std::vector<bf16*> bf16_copy_per_spec(const ParamLayout& layout, const float* params,
+                                      const std::vector<Bf16Weights::Target>& targets) {
+  const std::vector<ParamSpec>& specs = layout.specs();
+  std::vector<bf16*> out(specs.size(), nullptr);
+  int64_t wanted = 0, found = 0;
+  for (const Bf16Weights::Target& t : targets) wanted += t.numel;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const int64_t first = specs[i].offset, last = first + specs[i].numel;
+    for (const Bf16Weights::Target& t : targets) {
+      const int64_t from = t.from - params;
+      if (first >= from && last <= from + t.numel) {
+        out[i] = t.to + (first - from);
+        found += specs[i].numel;
+        break;
+      }
+    }
+  }
+  CPUFT_CHECK(found == wanted, "bf16 copies: ", wanted, " values rounded, ", found,
+              " of them in whole tensors");
+  return out;
+}
+
 }  // namespace
 
 const char* phase_name(StepPhase phase) {
@@ -53,6 +77,15 @@ TrainStep::TrainStep(SequenceClassifier& model, const ParamLayout& layout,
   CPUFT_CHECK(options.accumulation >= 1, "accumulation ", options.accumulation);
   release_word_table_gradient(layout, grads_);  // small pages, handed back
   zero_dense_gradients();
+  bf16_copy_ = bf16_copy_per_spec(layout, params.data(), model.bf16_targets(p_));
+  const int64_t table_end = word_rows_.begin + word_rows_.rows * word_rows_.width;
+  for (const ParamSpec& spec : layout.specs()) {
+    const bool in_table = spec.offset >= word_rows_.begin && spec.offset < table_end;
+    CPUFT_CHECK(
+        !in_table || (spec.offset == word_rows_.begin && spec.offset + spec.numel == table_end),
+        "the word table's rows are not one tensor");
+    zero_in_pass_.push_back(in_table ? 0 : 1);
+  }
 }
 
 void release_word_table_gradient(const ParamLayout& layout, AlignedBuffer<float>& grads) {
@@ -73,8 +106,7 @@ void TrainStep::zero_dense_gradients() {
   zero_bytes(g + end, (grads_.size() - static_cast<size_t>(end)) * sizeof(float));
 }
 
-void TrainStep::zero_gradients() {
-  zero_dense_gradients();
+void TrainStep::zero_word_table_gradient() {
   if (++steps_since_release_ >= kWordTableReleaseSteps) {
     release_zeroed(grads_.data() + word_rows_.begin, table_bytes());
     steps_since_release_ = 0;
@@ -145,13 +177,22 @@ StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, do
   const Clock::time_point t0 = Clock::now();
   {
     CPUFT_PROFILE("optimizer (clip+adamw+zero+bf16 refresh)");
-    result.grad_norm =
-        clip_grad_norm(grads_.data(), static_cast<int64_t>(grads_.size()), options_.max_grad_norm,
-                       MostlyZeroRows{word_rows_.begin, word_rows_.rows, word_rows_.width});
-    if (observer_) observer_->on_clipped_gradients(step, grads_.span());
-    optimizer_.step(params_.data(), grads_.data(), lr);
-    model_.refresh_bf16_weights(p_);  // the bf16 copy follows every update (--bf16)
-    zero_gradients();                 // the next step accumulates from zero
+    const auto n = static_cast<int64_t>(grads_.size());
+    result.grad_norm = grad_norm(grads_.data(), n);
+    // One pass over each tensor: the clip's factor applied as the gradients are read, the update,
+    // the bf16 copy of the new weights (the products' next inputs), the gradient zeroed for the
+    // next step's accumulation; the word table's gradient is zeroed by rows and pages after it.
+    UpdatePass pass{.grad_scale = clip_coefficient(result.grad_norm, options_.max_grad_norm),
+                    .bf16_copy = bf16_copy_,
+                    .zero_grad = zero_in_pass_};
+    if (observer_) {  // it sees the clipped gradients: scaled here, the pass reads them as they are
+      scale_gradients(grads_.data(), n, pass.grad_scale,
+                      MostlyZeroRows{word_rows_.begin, word_rows_.rows, word_rows_.width});
+      pass.grad_scale = 1;
+      observer_->on_clipped_gradients(step, grads_.span());
+    }
+    optimizer_.step(params_.data(), grads_.data(), lr, pass);
+    zero_word_table_gradient();
   }
   const Clock::time_point t1 = Clock::now();
   result.optimizer_seconds = seconds_between(t0, t1);

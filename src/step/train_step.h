@@ -4,7 +4,8 @@
 //     forward (loss scaled by 1 / accumulation)  →  backward (gradients accumulate)
 //   [GradReducer: begun before the last micro-batch's backward, which reports its layers to it,
 //    finished after it: the gradients are then averaged over the ranks]
-//   clip_grad_norm → Optimizer::step(lr) → refresh_bf16_weights → zero the gradients
+//   the gradients' norm → Optimizer::step(lr) in one pass over each tensor: the clip's scaling,
+//   the update, the bf16 copies of the new weights (--bf16), the gradients zeroed (UpdatePass)
 //
 // Every caller runs this: Trainer::train, `cpuft bench --scaling` (train/scaling.cc),
 // cpuft_bench_step, the golden tests (tests/golden/golden_model.h) and the distributed
@@ -136,13 +137,18 @@ class TrainStep {
   ModelParams p_, g_;  // the model's views of params_ and grads_
   Optimizer& optimizer_;
   StepOptions options_;
-  void zero_gradients();        // all of them, after a step (kWordTableReleaseSteps)
-  void zero_dense_gradients();  // all but the word table's
+  void zero_word_table_gradient();  // after a step: by rows and pages (kWordTableReleaseSteps)
+  void zero_dense_gradients();      // all but the word table's
   size_t table_bytes() const;
   // The word table's gradient rows: written only where a step's tokens are, so the rest of the
   // range is kept as never-written pages (zero_gradients, clip_grad_norm's MostlyZeroRows).
   GradReducer::SparseRows word_rows_;
   int steps_since_release_ = 0;  // steps since the word table's gradient pages were handed back
+  // Per ParamSpec, what the optimizer's pass does besides the update (UpdatePass): where it writes
+  // the bf16 copies the products read (all nullptr in fp32), and which gradients it zeroes (all
+  // but the word table's, zeroed by zero_word_table_gradient()).
+  std::vector<bf16*> bf16_copy_;
+  std::vector<uint8_t> zero_in_pass_;
   Fanout fanout_;
   StepObserver* observer_ = nullptr;
 };

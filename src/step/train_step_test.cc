@@ -125,12 +125,12 @@ Batch random_batch(const ModelConfig& config, const std::vector<int>& lengths, u
 // A replica: weights, gradients, model, optimizer and its step.
 struct Replica {
   explicit Replica(const StepOptions& options, const char* config_json = kTinyConfig,
-                   bool recompute = false)
+                   bool recompute = false, MatmulPrecision precision = MatmulPrecision::f32)
       : config(parse_model_config(config_json, "tiny.json")),
         layout(config),
         params(static_cast<size_t>(layout.total_floats())),
         grads(static_cast<size_t>(layout.total_floats())),
-        model(config, ModelLimits{64, 4, 16, recompute}),
+        model(config, ModelLimits{64, 4, 16, recompute}, precision),
         adamw(layout, AdamWOptions{0.9, 0.999, 1e-8, 0.01}),
         step(model, layout, params, grads, adamw, options) {
     init_random_weights(layout, params.data(), 0.02f, 3);
@@ -330,8 +330,8 @@ TEST(TrainStep, ReducerHearsEveryLayerAndIsFinished) {
 // with accumulation, a reducer and a timeline: exactly the allocations of the model's forward and
 // backward passes, which are oneDNN's small per-call argument maps (src/gemm/matmul_plan.cc), never
 // a buffer.
-void check_allocates_nothing(const char* config) {
-  Replica r(StepOptions{42, 2, 1.0}, config);
+void check_allocates_nothing(const char* config, MatmulPrecision precision = MatmulPrecision::f32) {
+  Replica r(StepOptions{42, 2, 1.0}, config, false, precision);
   const BucketPlan plan(backward_layer_ranges(r.layout), 4 * 1024, 1024);
   SingleProcessCommunicator comm;
   GradReducer reducer(comm, plan, r.grads.data(), r.layout.total_floats());
@@ -367,6 +367,51 @@ TEST(TrainStep, ModernBertAllocatesNothingOfItsOwnOnceWarm) {
 }
 TEST(TrainStep, DebertaAllocatesNothingOfItsOwnOnceWarm) {
   check_allocates_nothing(kTinyDebertaDropoutConfig);
+}
+TEST(TrainStep, Bf16AllocatesNothingOfItsOwnOnceWarm) {
+  if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "no bf16 matrix instructions";
+  check_allocates_nothing(kTinyDropoutConfig, MatmulPrecision::bf16);
+}
+
+// Only sees the clipped gradients; attaching it makes the step scale them before the update pass,
+// which then reads them as they are.
+struct ClippedGradients final : StepObserver {
+  void on_clipped_gradients(int64_t, std::span<const float>) override { ++seen; }
+  int seen = 0;
+};
+
+// The optimizer's one pass (the clip's factor applied as it reads, the bf16 copies written from the
+// new weights, the gradients zeroed) leaves what the separate passes leave: a replica whose step
+// scales the gradients first (an observer is attached) and whose bf16 copies are refreshed again
+// after every step ends with the same bits, every family, fp32 and bf16, with the clip active.
+TEST(TrainStep, OnePassUpdateEqualsTheSeparatePasses) {
+  std::vector<MatmulPrecision> precisions = {MatmulPrecision::f32};
+  if (cpu_has_bf16_matmul()) precisions.push_back(MatmulPrecision::bf16);
+  for (const char* config :
+       {kTinyDropoutConfig, kTinyModernBertDropoutConfig, kTinyDebertaDropoutConfig})
+    for (MatmulPrecision precision : precisions) {
+      const StepOptions options{42, 1, 0.05};  // a norm of 0.05 clips every step here
+      Replica one_pass(options, config, false, precision),
+          separate(options, config, false, precision);
+      ClippedGradients observer;
+      separate.step.set_observer(&observer);
+      const ModelParams p = bind_params(separate.layout, separate.config, separate.params.data());
+      for (int64_t step = 0; step < 3; ++step) {
+        const Batch batch =
+            random_batch(one_pass.config, {5, 9, 3, 12}, static_cast<uint32_t>(40 + step));
+        const StepResult a = one_pass.step.run(step, {&batch, 1}, 1e-3);
+        const StepResult b = separate.step.run(step, {&batch, 1}, 1e-3);
+        separate.model.refresh_bf16_weights(p);
+        EXPECT_GT(a.grad_norm, options.max_grad_norm) << step;
+        EXPECT_EQ(a.loss, b.loss) << step;
+        EXPECT_EQ(a.grad_norm, b.grad_norm) << step;
+        EXPECT_TRUE(all_zero(one_pass.grads)) << step;
+      }
+      EXPECT_EQ(observer.seen, 3);
+      EXPECT_EQ(std::vector<float>(one_pass.params.span().begin(), one_pass.params.span().end()),
+                std::vector<float>(separate.params.span().begin(), separate.params.span().end()))
+          << config << (precision == MatmulPrecision::bf16 ? " bf16" : " fp32");
+    }
 }
 
 // The default plan (cap 0) gives each encoder layer its own bucket: the first bucket (DDP's 1 MB

@@ -65,8 +65,8 @@ struct CheckpointFixture : ::testing::Test {
 
   // Two steps, then checkpoint-2 in dir.
   fs::path train_and_save(Optimizer& optimizer) {
-    optimizer.step(params.data(), grads.data(), 1e-2);
-    optimizer.step(params.data(), grads.data(), 1e-2);
+    optimizer.step(params.data(), grads.data(), 1e-2, {});
+    optimizer.step(params.data(), grads.data(), 1e-2, {});
     const nlohmann::json history = nlohmann::json::array();
     const BestModel best{TrainConfig{}};
     save_checkpoint(dir, CheckpointContent{2, 1.0, 4, history, best, 1}, layout, params.data(),
@@ -123,8 +123,8 @@ TEST_F(CheckpointFixture, AdamWFileIsTheOneCpuftAlwaysWrote) {
   load_checkpoint(checkpoint.string(), layout, p.data(), *resumed);
   EXPECT_TRUE(same_params(p, params));
   EXPECT_EQ(resumed->steps_taken(), 2);
-  opt->step(params.data(), grads.data(), 1e-2);
-  resumed->step(p.data(), grads.data(), 1e-2);
+  opt->step(params.data(), grads.data(), 1e-2, {});
+  resumed->step(p.data(), grads.data(), 1e-2, {});
   EXPECT_TRUE(same_params(p, params));
 }
 
@@ -148,8 +148,8 @@ TEST_F(CheckpointFixture, SgdMomentumRoundTrips) {
   std::vector<float> m1(resumed->state_buffers()[0].values->span().begin(),
                         resumed->state_buffers()[0].values->span().end());
   EXPECT_EQ(m0, m1);
-  opt->step(params.data(), grads.data(), 1e-2);
-  resumed->step(p.data(), grads.data(), 1e-2);
+  opt->step(params.data(), grads.data(), 1e-2, {});
+  resumed->step(p.data(), grads.data(), 1e-2, {});
   EXPECT_TRUE(same_params(p, params));  // the momentum went on, not restarted from the gradient
 }
 

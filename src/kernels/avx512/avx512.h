@@ -39,7 +39,8 @@ float cross_entropy_forward_backward(float* d_logits, const float* logits, const
                                      float loss_scale, int64_t N, int64_t K, float label_smoothing);
 float mse_forward_backward(float* d_pred, const float* pred, const float* target, float loss_scale,
                            int64_t N);
-void adamw_update(float* w, float* m, float* v, const float* g, const AdamWStep& step, int64_t n);
+void adamw_update(float* w, float* m, float* v, float* g, bf16* w_b, const AdamWStep& step,
+                  int64_t n);
 double sum_squares(const float* x, int64_t n);
 void scale(float* x, float s, int64_t n);
 void round_to_bf16(bf16* y, const float* x, int64_t n);
