@@ -20,6 +20,12 @@
 // bf16 plans (bf16 A and B, fp32 C and bias) always use the ladder: oneDNN 2.6 has no public bf16
 // gemm function, so the layouts the ladder cannot express are refused for them (LinearPlans never
 // asks for those).
+//
+// When K varies (backward-weights: a sum over the batch's tokens) every piece reads and writes all
+// of C, so the greedy split's small tail pieces (1750 = 1536 + 192 + 16 + 4 + 2) each cost a pass
+// over C for little arithmetic. The last kPaddedTail - 1 rows or fewer therefore run as one piece:
+// copied, with zero rows after them, into a buffer of the smallest rung that holds them (1750 =
+// 1536 + 192 + 24 of which 2 zero). Zero rows add exact zeros to the sums (docs/performance.md).
 #include "gemm/matmul_plan.h"
 
 #include <algorithm>
@@ -56,6 +62,9 @@ void sgemm(bool at, bool bt, int64_t M, int64_t N, int64_t K, float alpha, const
       dnnl_sgemm(at ? 'T' : 'N', bt ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
+// Below this many rows the rest of a varying K runs as one zero-padded piece (see the top).
+constexpr int64_t kPaddedTail = 64;
+
 }  // namespace
 
 struct MatmulPlan::Impl {
@@ -76,6 +85,9 @@ struct MatmulPlan::Impl {
   std::vector<Rung> rest;   // K-varying only: later pieces, which always accumulate, no bias
   // Shared by all rungs (pieces run one after another); oneDNN writes it during a const run().
   mutable std::vector<float> scratchpad;
+  // K varying only: the zero-padded last piece's rows of A (K, M) and B (K, N), kPaddedTail - 1
+  // rows and their zero padding at most, as bytes of the input type.
+  mutable std::vector<unsigned char> tail_a, tail_b;
 
   Rung make_rung(const MatmulDesc& d, int64_t size, bool accumulate, bool bias) {
     const int64_t m = d.varying == VaryingDim::m ? size : d.m;
@@ -184,6 +196,16 @@ MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_un
       scratch_bytes = std::max(scratch_bytes, r.scratch.get_desc().get_size());
   }
   im.scratchpad.assign((scratch_bytes + sizeof(float) - 1) / sizeof(float) + 1, 0.0f);
+  if (d.varying == VaryingDim::k) {
+    const size_t in_bytes = d.precision == MatmulPrecision::bf16 ? sizeof(bf16) : sizeof(float);
+    // The largest rung a tail uses: the smallest rung >= kPaddedTail - 1.
+    int64_t rows = d.k;
+    for (const auto& r : im.first)
+      if (r.size >= kPaddedTail - 1) rows = r.size;
+    rows = std::min(rows, d.k);
+    im.tail_a.assign(static_cast<size_t>(rows * d.m) * in_bytes, 0);
+    im.tail_b.assign(static_cast<size_t>(rows * d.n) * in_bytes, 0);
+  }
 }
 
 std::string MatmulPlan::implementation() const {
@@ -255,6 +277,7 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
   int64_t done = 0;
   const int64_t total = d.varying == VaryingDim::m ? m : k;
   for (size_t i = 0; i < im.first.size() && done < total; ++i) {
+    if (d.varying == VaryingDim::k && total - done < kPaddedTail) break;  // the tail, below
     while (total - done >= im.first[i].size) {
       if (d.varying == VaryingDim::m) {
         // Rows [done, done + size): A (M,K) and C (M,N) are row-major, so a row offset.
@@ -265,9 +288,27 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
         im.execute(r, c, a + done * d.m, b + done * d.n, done == 0 ? bias : nullptr);
       }
       done += im.first[i].size;
+      if (d.varying == VaryingDim::k && total - done < kPaddedTail) break;
     }
   }
-  CPUFT_CHECK(done == total, "matmul ladder covered ", done, " of ", total);
+  if (done < total) {
+    CPUFT_CHECK(d.varying == VaryingDim::k, "matmul ladder covered ", done, " of ", total);
+    // K's last rows: one piece of the smallest rung that holds them, zero rows after them.
+    const int64_t rows = total - done;
+    size_t i = im.first.size() - 1;
+    while (im.first[i].size < rows) --i;
+    const int64_t size = im.first[i].size;
+    auto* tail_a = reinterpret_cast<In*>(im.tail_a.data());
+    auto* tail_b = reinterpret_cast<In*>(im.tail_b.data());
+    CPUFT_CHECK(static_cast<size_t>(size * d.m) * sizeof(In) <= im.tail_a.size(), "matmul tail of ",
+                size, " rows");
+    std::copy(a + done * d.m, a + total * d.m, tail_a);
+    std::fill(tail_a + rows * d.m, tail_a + size * d.m, In{});
+    std::copy(b + done * d.n, b + total * d.n, tail_b);
+    std::fill(tail_b + rows * d.n, tail_b + size * d.n, In{});
+    const Impl::Rung& r = (done == 0 || im.rest.empty()) ? im.first[i] : im.rest[i];
+    im.execute(r, c, tail_a, tail_b, done == 0 ? bias : nullptr);
+  }
 }
 
 LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,

@@ -164,6 +164,46 @@ TEST(MatmulPlan, Bf16AllLadderLayoutsAgainstNaive) {
 // Where the CPU has bf16 instructions, oneDNN must use them (a reference or emulated bf16 kernel
 // would be correct but slower than fp32); the fp32 forward plan must not be oneDNN's reference
 // (non-JIT) implementation either.
+// A varying K above the padded tail's size (matmul_plan.cc): sums made of ladder pieces and a last
+// zero-padded piece, or of ladder pieces alone (K a rung sum), or of the padded piece alone, with
+// and without accumulation and bias, fp32 and bf16, against the naive product. C starts non-zero.
+TEST(MatmulPlan, VaryingKPiecesAndPaddedTailAgainstNaive) {
+  constexpr int64_t kM = 20, kN = 33, kMaxK = 300;
+  uint32_t seed = 500;
+  for (MatmulPrecision precision : {MatmulPrecision::f32, MatmulPrecision::bf16})
+    for (bool acc : {false, true})
+      for (bool bias : {false, true}) {
+        if (acc && bias) continue;
+        if (precision == MatmulPrecision::bf16 && !cpu_has_bf16_matmul()) continue;
+        const MatmulPlan plan(MatmulDesc{.m = kM,
+                                         .n = kN,
+                                         .k = kMaxK,
+                                         .a_transposed = true,
+                                         .accumulate = acc,
+                                         .bias = bias,
+                                         .varying = VaryingDim::k,
+                                         .precision = precision});
+        for (int64_t K : {1, 22, 63, 64, 65, 127, 128, 150, 192, 250, 299, 300, 40}) {
+          auto a = random_vector(K * kM, seed++), b = random_vector(K * kN, seed++);
+          const auto bv = random_vector(kN, seed++), c0 = random_vector(kM * kN, seed++);
+          auto c = c0;
+          if (precision == MatmulPrecision::bf16) {
+            const auto a16 = to_bf16(a), b16 = to_bf16(b);
+            plan.run(c.data(), a16.data(), b16.data(), bias ? bv.data() : nullptr, K);
+            a = widen(a16);
+            b = widen(b16);
+          } else {
+            plan.run(c.data(), a.data(), b.data(), bias ? bv.data() : nullptr, K);
+          }
+          expect_gemm(c, c0, a.data(), true, kM, b.data(), false, kN, bias ? bv.data() : nullptr,
+                      kM, kN, K, 1.0f, acc ? 1.0f : 0.0f, kN,
+                      std::string(precision == MatmulPrecision::bf16 ? "bf16" : "fp32") +
+                          " acc=" + std::to_string(acc) + " bias=" + std::to_string(bias) +
+                          " K=" + std::to_string(K));
+        }
+      }
+}
+
 TEST(MatmulPlan, OnednnPicksANativeKernel) {
   const LinearPlans f32(256, 384, 1536);
   EXPECT_NE(f32.fwd.implementation().rfind("ref", 0), 0u) << f32.fwd.implementation();
