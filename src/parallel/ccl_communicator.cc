@@ -9,8 +9,10 @@
 //     (oneCCL's ip_port attribute); no MPI at all.
 //
 // Progress: oneCCL runs collectives on its own worker thread (CCL_WORKER_COUNT, default 1), so
-// test() only reads completion; unlike MPI, buckets progress while the backward pass computes
-// without polling from the trainer (see grad_reducer.h for the MPI side).
+// test() only reads completion and buckets progress while the backward pass computes. With
+// CCL_WORKER_OFFLOAD=0, which start_distributed (train/distributed.cc) sets when the rank has a
+// compute thread on every core, there is no worker: test() drives the collectives, at the
+// trainer's polls between products, as with MPI (see grad_reducer.h).
 //
 // Environment set for oneCCL before ccl::init(), each only when the user has not set it:
 //   CCL_ATL_TRANSPORT=ofi   oneCCL's MPI transport would load libmpi.so.12 (the MPICH ABI) into a

@@ -52,6 +52,11 @@ void pin_threads(const std::vector<int>& cores, int threads) {
 
 }  // namespace
 
+void default_ccl_worker_offload(int threads, size_t cores) {
+  // Two 1-core hosts on a 1600 Mbit/s link: 0.85x one rank with the worker, 1.42x without it.
+  if (threads >= static_cast<int>(cores)) setenv("CCL_WORKER_OFFLOAD", "0", /*overwrite=*/0);
+}
+
 DistContext start_distributed(const std::string& backend, double timeout_seconds) {
   DistContext d;
   d.launch = detect_launch_from_process_env();
@@ -76,8 +81,6 @@ DistContext start_distributed(const std::string& backend, double timeout_seconds
     setenv("CCL_WORKER_AFFINITY", workers.c_str(), /*overwrite=*/0);
     cores = slice_of(d.launch.local_rank);
   }
-  d.comm = make_communicator(backend, d.launch);
-  d.comm->set_timeout_seconds(timeout_seconds);
   d.threads = static_cast<int>(cores.size());
   if (const char* requested = std::getenv("OMP_NUM_THREADS"); requested && *requested) {
     const int n = std::atoi(requested);
@@ -88,6 +91,9 @@ DistContext start_distributed(const std::string& backend, double timeout_seconds
                   "; lower OMP_NUM_THREADS (or set CPUFT_ALLOW_OVERSUBSCRIPTION=1)");
     if (n > 0) d.threads = n;
   }
+  default_ccl_worker_offload(d.threads, cores.size());  // ignored by the MPI backend
+  d.comm = make_communicator(backend, d.launch);
+  d.comm->set_timeout_seconds(timeout_seconds);
   if (d.world_size() > 1 || local_size > 1)
     pin_threads(cores, d.threads);
   else

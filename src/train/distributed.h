@@ -16,6 +16,12 @@ namespace cpuft {
 // The cores this process may run on (its affinity mask), ascending; empty when it cannot be read.
 std::vector<int> affinity_cores();
 
+// oneCCL's worker thread spins while a collective is in flight, on a core the rank also computes on
+// when `threads` compute threads fill its `cores` cores, and the whole OpenMP team then waits for
+// that core: sets CCL_WORKER_OFFLOAD=0 (no worker; the trainer's polls drive the collectives, as
+// with MPI) in that case, unless the user set it. docs/scaling.md has the measurement.
+void default_ccl_worker_offload(int threads, size_t cores);
+
 struct DistContext {
   LaunchInfo launch;
   std::unique_ptr<Communicator> comm;
