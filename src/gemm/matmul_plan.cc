@@ -198,11 +198,9 @@ MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_un
   im.scratchpad.assign((scratch_bytes + sizeof(float) - 1) / sizeof(float) + 1, 0.0f);
   if (d.varying == VaryingDim::k) {
     const size_t in_bytes = d.precision == MatmulPrecision::bf16 ? sizeof(bf16) : sizeof(float);
-    // The largest rung a tail uses: the smallest rung >= kPaddedTail - 1.
-    int64_t rows = d.k;
-    for (const auto& r : im.first)
-      if (r.size >= kPaddedTail - 1) rows = r.size;
-    rows = std::min(rows, d.k);
+    // A tail has fewer than kPaddedTail rows and runs as the smallest rung that holds them: at most
+    // kPaddedTail rows (a rung whenever the maximum exceeds it), or the maximum.
+    const int64_t rows = std::min(kPaddedTail, d.k);
     im.tail_a.assign(static_cast<size_t>(rows * d.m) * in_bytes, 0);
     im.tail_b.assign(static_cast<size_t>(rows * d.n) * in_bytes, 0);
   }
@@ -277,7 +275,8 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
   int64_t done = 0;
   const int64_t total = d.varying == VaryingDim::m ? m : k;
   for (size_t i = 0; i < im.first.size() && done < total; ++i) {
-    if (d.varying == VaryingDim::k && total - done < kPaddedTail) break;  // the tail, below
+    // K varying: pieces of kPaddedTail rows or more, the rest as one padded piece below.
+    if (d.varying == VaryingDim::k && im.first[i].size < kPaddedTail) break;
     while (total - done >= im.first[i].size) {
       if (d.varying == VaryingDim::m) {
         // Rows [done, done + size): A (M,K) and C (M,N) are row-major, so a row offset.
@@ -288,7 +287,6 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
         im.execute(r, c, a + done * d.m, b + done * d.n, done == 0 ? bias : nullptr);
       }
       done += im.first[i].size;
-      if (d.varying == VaryingDim::k && total - done < kPaddedTail) break;
     }
   }
   if (done < total) {

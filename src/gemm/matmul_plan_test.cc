@@ -42,6 +42,21 @@ std::vector<float> widen(const std::vector<bf16>& v) {
   return out;
 }
 
+// Runs `plan` on A and B as its precision stores them. For a bf16 plan the inputs are rounded first
+// and `a`, `b` become the rounded values widened back, exactly what the naive reference must
+// multiply.
+void run_plan(const MatmulPlan& plan, std::vector<float>& c, std::vector<float>& a,
+              std::vector<float>& b, const float* bias, int64_t varying_size) {
+  if (plan.desc().precision == MatmulPrecision::bf16) {
+    const auto a16 = to_bf16(a), b16 = to_bf16(b);
+    plan.run(c.data(), a16.data(), b16.data(), bias, varying_size);
+    a = widen(a16);
+    b = widen(b16);
+  } else {
+    plan.run(c.data(), a.data(), b.data(), bias, varying_size);
+  }
+}
+
 // Element (i, j) of op(X) where X is stored row-major with leading dimension ld.
 float at(const float* x, bool transposed, int64_t i, int64_t j, int64_t ld) {
   return transposed ? x[j * ld + i] : x[i * ld + j];
@@ -131,14 +146,7 @@ void check_every_layout(MatmulPrecision precision) {
               // C starts non-zero: checks accumulate adds to it and overwrite ignores it.
               const auto c0 = random_vector(M * kN, seed++);
               auto c = c0;
-              if (bf16_inputs) {  // the reference multiplies the rounded inputs, widened exactly
-                const auto a16 = to_bf16(a), b16 = to_bf16(b);
-                plan.run(c.data(), a16.data(), b16.data(), bias ? bv.data() : nullptr, s);
-                a = widen(a16);
-                b = widen(b16);
-              } else {
-                plan.run(c.data(), a.data(), b.data(), bias ? bv.data() : nullptr, s);
-              }
+              run_plan(plan, c, a, b, bias ? bv.data() : nullptr, s);
               expect_gemm(c, c0, a.data(), at_, at_ ? M : K, b.data(), bt, bt ? K : kN,
                           bias ? bv.data() : nullptr, M, kN, K, 1.0f, acc ? 1.0f : 0.0f, kN,
                           layout + " size=" + std::to_string(s));
@@ -187,14 +195,7 @@ TEST(MatmulPlan, VaryingKPiecesAndPaddedTailAgainstNaive) {
           auto a = random_vector(K * kM, seed++), b = random_vector(K * kN, seed++);
           const auto bv = random_vector(kN, seed++), c0 = random_vector(kM * kN, seed++);
           auto c = c0;
-          if (precision == MatmulPrecision::bf16) {
-            const auto a16 = to_bf16(a), b16 = to_bf16(b);
-            plan.run(c.data(), a16.data(), b16.data(), bias ? bv.data() : nullptr, K);
-            a = widen(a16);
-            b = widen(b16);
-          } else {
-            plan.run(c.data(), a.data(), b.data(), bias ? bv.data() : nullptr, K);
-          }
+          run_plan(plan, c, a, b, bias ? bv.data() : nullptr, K);
           expect_gemm(c, c0, a.data(), true, kM, b.data(), false, kN, bias ? bv.data() : nullptr,
                       kM, kN, K, 1.0f, acc ? 1.0f : 0.0f, kN,
                       std::string(precision == MatmulPrecision::bf16 ? "bf16" : "fp32") +
