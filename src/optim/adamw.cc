@@ -38,10 +38,9 @@ void AdamW::step(float* params, float* grads, double lr, const UpdatePass& pass)
   for (size_t i = 0; i < specs.size(); ++i) {
     const ParamSpec& spec = specs[i];
     s.weight_decay = spec.decays ? static_cast<float>(options_.weight_decay) : 0.0f;
-    s.zero_grad = !pass.zero_grad.empty() && pass.zero_grad[i] != 0;
-    bf16* copy = pass.bf16_copy.empty() ? nullptr : pass.bf16_copy[i];
+    s.zero_grad = pass.zeroes(i);
     k.adamw_update(params + spec.offset, m_.data() + spec.offset, v_.data() + spec.offset,
-                   grads + spec.offset, copy, s, spec.numel);
+                   grads + spec.offset, pass.copy_of(i), s, spec.numel);
   }
 }
 

@@ -1,12 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -271,6 +273,53 @@ TEST(Optimizer, StepsAreCountedAndRestorable) {
     EXPECT_EQ(o.steps_taken(), 2) << name;
     o.set_steps_taken(7);
     EXPECT_EQ(o.steps_taken(), 7) << name;
+  }
+}
+
+// Every optimizer's update pass is the separate passes it replaces: the clip's scaling, the
+// update, the bf16 rounding of the new values (for the tensors given a copy), the zeroing of the
+// gradients (for the tensors so marked). SGD with momentum and AdamW; two steps, so that state
+// carries over.
+TEST(Optimizer, UpdatePassEqualsTheSeparatePasses) {
+  const ModelConfig config = parse_model_config(kTinyConfig, "tiny.json");
+  const ParamLayout layout(config);
+  const size_t n = static_cast<size_t>(layout.total_floats()), specs = layout.specs().size();
+  std::vector<float> params0(n), grads0(n);
+  for (size_t i = 0; i < n; ++i) {
+    params0[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
+    grads0[i] = static_cast<float>(0.01 * std::cos(0.11 * static_cast<double>(i)));
+  }
+  std::vector<bf16> copies(n);
+  std::vector<bf16*> copy_of(specs, nullptr);
+  std::vector<uint8_t> zeroes(specs, 0);
+  for (size_t s = 0; s < specs; s += 2) copy_of[s] = copies.data() + layout.specs()[s].offset;
+  for (size_t s = 1; s < specs; s += 3) zeroes[s] = 1;
+  const float coef = 0.37f;
+  for (const auto& [name, args] : std::vector<std::pair<std::string, std::string>>{
+           {"sgd", "momentum=0.9"}, {"adamw_torch", ""}}) {
+    const auto one = make_optimizer(name, args, layout, OptimizerOptions{.weight_decay = 0.01});
+    const auto separate =
+        make_optimizer(name, args, layout, OptimizerOptions{.weight_decay = 0.01});
+    std::vector<float> p1 = params0, p2 = params0;
+    for (int step = 0; step < 2; ++step) {
+      std::vector<float> g1 = grads0, g2 = grads0;
+      one->step(p1.data(), g1.data(), 1e-2,
+                UpdatePass{.grad_scale = coef, .bf16_copy = copy_of, .zero_grad = zeroes});
+      for (float& g : g2) g *= coef;
+      separate->step(p2.data(), g2.data(), 1e-2, {});
+      EXPECT_EQ(p1, p2) << name << " step " << step;
+      for (size_t s = 0; s < specs; ++s) {
+        const ParamSpec& spec = layout.specs()[s];
+        for (int64_t i = spec.offset; i < spec.offset + spec.numel; ++i) {
+          const auto u = static_cast<size_t>(i);
+          const float want_g = zeroes[s] != 0 ? 0.0f : grads0[u];
+          ASSERT_EQ(g1[u], want_g) << name << " " << spec.name;
+          if (copy_of[s] != nullptr) {
+            ASSERT_EQ(copies[u].bits, round_to_bf16(p1[u]).bits) << name << " " << spec.name;
+          }
+        }
+      }
+    }
   }
 }
 

@@ -38,6 +38,10 @@ struct UpdatePass {
   std::span<bf16* const> bf16_copy;
   // Empty, or one entry per ParamSpec: nonzero where the tensor's gradient is set to +0 once read.
   std::span<const uint8_t> zero_grad;
+
+  // For spec i (layout order): its bf16 copy or nullptr, and whether its gradient is zeroed.
+  bf16* copy_of(size_t i) const { return bf16_copy.empty() ? nullptr : bf16_copy[i]; }
+  bool zeroes(size_t i) const { return !zero_grad.empty() && zero_grad[i] != 0; }
 };
 
 class Optimizer {

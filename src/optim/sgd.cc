@@ -46,7 +46,7 @@ void Sgd::step(float* params, float* grads, double lr, const UpdatePass& pass) {
     const ParamSpec& spec = specs[s];
     const bool decay = spec.decays && options_.weight_decay != 0;
     const float wd = static_cast<float>(options_.weight_decay);
-    const bool zero_grad = !pass.zero_grad.empty() && pass.zero_grad[s] != 0;
+    const bool zero_grad = pass.zeroes(s);
     float* p = params + spec.offset;
     float* g = grads + spec.offset;
     float* buf = has_momentum ? momentum_buffer_.data() + spec.offset : nullptr;
@@ -64,8 +64,7 @@ void Sgd::step(float* params, float* grads, double lr, const UpdatePass& pass) {
       p[i] = std::fma(d, neg_lr, p[i]);  // param.add_(grad, alpha=-lr)
     }
     // SGD is rarely the hot path: its bf16 copy is a second pass over the tensor.
-    if (!pass.bf16_copy.empty() && pass.bf16_copy[s] != nullptr)
-      kernels().round_to_bf16(pass.bf16_copy[s], p, n);
+    if (bf16* copy = pass.copy_of(s)) kernels().round_to_bf16(copy, p, n);
   }
 }
 

@@ -6,8 +6,6 @@
 namespace cpuft::avx512 {
 namespace {
 
-// Applies op(i, mask) to every 16-float vector of [0, n), static chunks over threads; op is a
-// lambda (a closure type local to this file, so no ODR exposure).
 // GELU's erf and exp take ~35 cycles a vector, so the loop keeps only a few cache lines in flight
 // and the hardware prefetcher leaves it waiting on memory: on an input not in cache (a layer's
 // activations, read once per pass) it measured 2.5-3x slower than on a cached one. Asking for the
@@ -18,6 +16,8 @@ inline void prefetch_ahead(const float* p) {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + 2048), _MM_HINT_T0);
 }
 
+// Applies op(i, mask) to every 16-float vector of [0, n), static chunks over threads; op is a
+// lambda (a closure type local to this file, so no ODR exposure).
 template <typename Op>
 inline void for_each_vector(int64_t n, Op op) {
   const int64_t vectors = (n + kLanes - 1) / kLanes;
