@@ -4,6 +4,12 @@
 // Every timed product is first checked against a double-precision dot product on a sample of its
 // outputs; a mismatch aborts, so a fast wrong kernel cannot produce a figure.
 //   usage: cpuft_bench_ops [min_reps=7]     (threads: OMP_NUM_THREADS)
+//          cpuft_bench_ops --bf16-packing [min_reps=7]
+// The second form times the bf16 forward and backward-data products of BERT-base's linears at a
+// packed MRPC batch's 1730 tokens with B packed once per run (MatmulDesc::pack_b) against B read
+// as stored, each call after 256 MiB of other memory was touched (in the step the weights come
+// from memory, not cache). Both are validated; they may differ in the last bits (oneDNN may split
+// a long K differently for the two layouts).
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/resource.h>
@@ -15,6 +21,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gemm/matmul_plan.h"
@@ -60,9 +67,12 @@ void validate(const char* what, const float* c, const float* c_before, const flo
 
 // Times several variants of the same product in interleaved rounds (A B C A B C ...) so that load
 // from other processes on this shared machine hits them alike; returns each variant's median.
-std::vector<double> median_times(const std::vector<std::function<void()>>& fs, int reps) {
+// `before`, when given, runs untimed before each timed call.
+std::vector<double> median_times(const std::vector<std::function<void()>>& fs, int reps,
+                                 const std::function<void()>& before = nullptr) {
   double slowest = 0;
   for (const auto& f : fs) {  // warm-up: page faults, caches; also sizes the repeat count
+    if (before) before();
     const double start = now_s();
     f();
     slowest = std::max(slowest, now_s() - start);
@@ -72,6 +82,7 @@ std::vector<double> median_times(const std::vector<std::function<void()>>& fs, i
   std::vector<std::vector<double>> t(fs.size());
   for (int r = 0; r < reps; ++r) {
     for (size_t v = 0; v < fs.size(); ++v) {
+      if (before) before();
       const double start = now_s();
       fs[v]();
       t[v].push_back(now_s() - start);
@@ -108,9 +119,89 @@ void fill(std::vector<float>& v, uint32_t seed) {
   for (float& x : v) x = d(gen);
 }
 
+// Touches 256 MiB so that the next product finds neither its weights nor its inputs in cache.
+void evict_caches() {
+  static std::vector<unsigned char> other(size_t{256} << 20);
+  for (size_t i = 0; i < other.size(); i += 64) other[i] += 1;
+}
+
+int bf16_packing_table(int reps) {
+  if (!cpuft::cpu_has_bf16_matmul()) {
+    std::printf("this CPU has no bf16 matmul instructions: nothing to time\n");
+    return 0;
+  }
+  constexpr int64_t kMaxRows = 4096, kTokens = 1730;
+  struct Linear {
+    const char* name;
+    int64_t in, out;
+  };
+  const Linear linears[] = {
+      {"qkv", 768, 2304}, {"attn_out", 768, 768}, {"ffn_up", 768, 3072}, {"ffn_down", 3072, 768}};
+  std::printf(
+      "bf16, %d OpenMP threads, T = %ld tokens, caches evicted before each call, median\n"
+      "of >= %d interleaved runs: ms (GFLOP/s)\n",
+      omp_get_max_threads(), long(kTokens), reps);
+  std::printf("%-9s %-9s %20s %20s\n", "linear", "pass", "B as stored", "B packed per run");
+  auto rounded = [](int64_t n, uint32_t seed) {
+    std::vector<float> v(n);
+    fill(v, seed);
+    std::vector<cpuft::bf16> out(n);
+    for (int64_t i = 0; i < n; ++i) out[i] = cpuft::round_to_bf16(v[i]);
+    return out;
+  };
+  for (const Linear& l : linears) {
+    const auto w = rounded(l.in * l.out, 2);
+    const auto x = rounded(kTokens * l.in, 1), d_y = rounded(kTokens * l.out, 4);
+    std::vector<float> bias(l.out), c_plain(kTokens * std::max(l.in, l.out)),
+        c_packed(c_plain.size());
+    fill(bias, 3);
+    for (const bool fwd : {true, false}) {
+      cpuft::MatmulDesc d = fwd ? cpuft::MatmulDesc{.m = kMaxRows,
+                                                    .n = l.out,
+                                                    .k = l.in,
+                                                    .b_transposed = true,
+                                                    .bias = true,
+                                                    .varying = cpuft::VaryingDim::m,
+                                                    .precision = cpuft::MatmulPrecision::bf16}
+                                : cpuft::MatmulDesc{.m = kMaxRows,
+                                                    .n = l.in,
+                                                    .k = l.out,
+                                                    .varying = cpuft::VaryingDim::m,
+                                                    .precision = cpuft::MatmulPrecision::bf16};
+      d.pack_b = false;
+      const cpuft::MatmulPlan plain(d);
+      d.pack_b = true;
+      const cpuft::MatmulPlan packed(d);
+      const cpuft::bf16* a = fwd ? x.data() : d_y.data();
+      const float* b_bias = fwd ? bias.data() : nullptr;
+      auto run_plain = [&] { plain.run(c_plain.data(), a, w.data(), b_bias, kTokens); };
+      auto run_packed = [&] { packed.run(c_packed.data(), a, w.data(), b_bias, kTokens); };
+      run_plain();
+      run_packed();
+      std::vector<float> a32(kTokens * d.k), w32(w.size());
+      for (size_t i = 0; i < a32.size(); ++i) a32[i] = cpuft::to_float(a[i]);
+      for (size_t i = 0; i < w32.size(); ++i) w32[i] = cpuft::to_float(w[i]);
+      const std::vector<float> zeros(c_plain.size(), 0.0f);
+      validate("bf16", c_plain.data(), zeros.data(), a32.data(), w32.data(), b_bias,
+               Gemm{fwd ? "fwd" : "bwd_data", kTokens, d.n, d.k, false, fwd, 0.0f});
+      validate("bf16 packed", c_packed.data(), zeros.data(), a32.data(), w32.data(), b_bias,
+               Gemm{fwd ? "fwd" : "bwd_data", kTokens, d.n, d.k, false, fwd, 0.0f});
+      const auto med = median_times({run_plain, run_packed}, reps, evict_caches);
+      const double flop = 2.0 * double(kTokens) * double(d.n) * double(d.k);
+      std::printf("%-9s %-9s", l.name, fwd ? "fwd" : "bwd_data");
+      for (double t : med) std::printf(" %9.2f (%7.1f)", t * 1e3, flop / t * 1e-9);
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--bf16-packing")
+    return bf16_packing_table(argc > 2 ? std::atoi(argv[2]) : 7);
   const int reps = argc > 1 ? std::atoi(argv[1]) : 7;
   const int threads = omp_get_max_threads();
   std::printf("oneDNN %s, %d OpenMP threads, median of >= %d interleaved runs\n",

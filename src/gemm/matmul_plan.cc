@@ -21,6 +21,20 @@
 // gemm function, so the layouts the ladder cannot express are refused for them (LinearPlans never
 // asks for those).
 //
+// bf16 backward-data (M varying, desc.pack_b) packs B once per run. oneDNN's bf16 kernels read
+// B in a blocked layout (pairs of K rows interleaved, in tiles); given B plain they copy it into
+// that layout inside every execution, on each thread for the blocks it computes, so a product of
+// 1730 rows split as 1536 + 192 + 2 repacked all of W three times or more. Here a reorder primitive
+// writes B once into the layout oneDNN chose for the largest rung (format_tag::any), and every rung
+// is created to read that layout (on AMX, every rung from the maximum down to 1 accepts it; a rung
+// that would need a reference kernel for it turns packing off for the plan). Measured on AMX
+// with cold caches, the reorder included (`cpuft_bench_ops --bf16-packing`, docs/performance.md):
+// BERT-base's backward-data products 10-21% faster for three of the four linears and 5-9% slower
+// for the square attn_out; the forward products gain as much on ffn_down as they lose on ffn_up
+// and attn_out, so forward plans read B as stored. Not always the unpacked product's bits: for K of
+// 2304 and more oneDNN sums the unpacked product's K in other chunks (both are exact products
+// summed in fp32; the tests hold both to the same tolerance).
+//
 // When K varies (backward-weights: a sum over the batch's tokens) every piece reads and writes all
 // of C, so the greedy split's small tail pieces (1750 = 1536 + 192 + 16 + 4 + 2) each cost a pass
 // over C for little arithmetic. The last kPaddedTail - 1 rows or fewer therefore run as one piece:
@@ -35,6 +49,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/buffer.h"
 #include "core/check.h"
 #include "core/profile.h"
 
@@ -88,8 +103,22 @@ struct MatmulPlan::Impl {
   // K varying only: the zero-padded last piece's rows of A (K, M) and B (K, N), kPaddedTail - 1
   // rows and their zero padding at most, as bytes of the input type.
   mutable std::vector<unsigned char> tail_a, tail_b;
+  // M varying, bf16: B in the blocked layout oneDNN's kernels read (see the top), written by
+  // `pack` at the start of every run() and read by every piece of it.
+  bool packed_b = false;
+  dnnl::reorder pack;
+  memory pack_src, pack_dst, pack_scratch;
+  mutable AlignedBuffer<unsigned char> packed_b_buf;
 
-  Rung make_rung(const MatmulDesc& d, int64_t size, bool accumulate, bool bias) {
+  // B's descriptor as stored: (K,N) row-major, or (N,K) row-major when b_transposed.
+  static memory::desc plain_b_desc(const MatmulDesc& d, int64_t k, memory::data_type in) {
+    return d.b_transposed ? memory::desc(Dims{k, d.n}, in, Dims{1, d.k})
+                          : memory::desc(Dims{k, d.n}, in, Dims{d.n, 1});
+  }
+
+  // b_layout: B's descriptor for the primitive, or nullptr for B as stored.
+  Rung make_rung(const MatmulDesc& d, int64_t size, bool accumulate, bool bias,
+                 const memory::desc* b_layout = nullptr) {
     const int64_t m = d.varying == VaryingDim::m ? size : d.m;
     const int64_t k = d.varying == VaryingDim::k ? size : d.k;
     const memory::data_type in =
@@ -98,8 +127,7 @@ struct MatmulPlan::Impl {
     // used.
     const memory::desc a_md = d.a_transposed ? memory::desc(Dims{m, k}, in, Dims{1, d.m})
                                              : memory::desc(Dims{m, k}, in, Dims{d.k, 1});
-    const memory::desc b_md = d.b_transposed ? memory::desc(Dims{k, d.n}, in, Dims{1, d.k})
-                                             : memory::desc(Dims{k, d.n}, in, Dims{d.n, 1});
+    const memory::desc b_md = b_layout ? *b_layout : plain_b_desc(d, k, in);
     const memory::desc c_md = matrix_desc(m, d.n, false);
     const memory::desc bias_md = bias ? matrix_desc(1, d.n, false) : memory::desc();
 
@@ -121,11 +149,55 @@ struct MatmulPlan::Impl {
     r.implementation = pd.impl_info_str();
     r.prim = dnnl::matmul(pd);
     r.a = memory(a_md, engine, DNNL_MEMORY_NONE);
-    r.b = memory(b_md, engine, DNNL_MEMORY_NONE);
+    r.b =
+        memory(pd.weights_desc(), engine, DNNL_MEMORY_NONE);  // b_md, or the layout chosen for any
     r.c = memory(c_md, engine, DNNL_MEMORY_NONE);
     if (bias) r.bias = memory(bias_md, engine, DNNL_MEMORY_NONE);
     r.scratch = memory(pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
     return r;
+  }
+
+  // M varying, bf16: creates every rung with B in the layout oneDNN picks for the largest
+  // (format_tag::any), and the reorder that writes it. False, with nothing kept, where that layout
+  // is B as stored or a rung would take it only through a reference implementation.
+  bool create_packed_rungs(const MatmulDesc& d, const std::vector<int64_t>& sizes) {
+    const memory::desc plain = plain_b_desc(d, d.k, memory::data_type::bf16);
+    const memory::desc any(Dims{d.k, d.n}, memory::data_type::bf16, memory::format_tag::any);
+    std::vector<Rung> rungs;
+    memory::desc chosen;
+    try {
+      chosen = make_rung(d, sizes.front(), d.accumulate, d.bias, &any).b.get_desc();
+      if (chosen == plain) return false;
+      for (int64_t s : sizes) {
+        rungs.push_back(make_rung(d, s, d.accumulate, d.bias, &chosen));
+        if (rungs.back().implementation.find("ref") != std::string::npos) return false;
+      }
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      const dnnl::reorder::primitive_desc pd(engine, plain, engine, chosen, attr);
+      pack = dnnl::reorder(pd);
+      pack_scratch = memory(pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    pack_src = memory(plain, engine, DNNL_MEMORY_NONE);
+    pack_dst = memory(chosen, engine, DNNL_MEMORY_NONE);
+    packed_b_buf = AlignedBuffer<unsigned char>(chosen.get_size());
+    first = std::move(rungs);
+    packed_b = true;
+    return true;
+  }
+
+  // Writes B into packed_b_buf in the rungs' layout; returns the buffer.
+  const void* pack_b(const void* b) const {
+    pack_src.set_data_handle(const_cast<void*>(b));
+    pack_dst.set_data_handle(packed_b_buf.data());
+    pack_scratch.set_data_handle(scratchpad.data());
+    pack.execute(
+        stream,
+        {{DNNL_ARG_FROM, pack_src}, {DNNL_ARG_TO, pack_dst}, {DNNL_ARG_SCRATCHPAD, pack_scratch}});
+    stream.wait();
+    return packed_b_buf.data();
   }
 
   // oneDNN's memory objects take non-const handles; A, B and bias are only read.
@@ -186,7 +258,11 @@ MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_un
     }
     std::sort(sizes.begin(), sizes.end(), std::greater<>());
   }
-  for (int64_t s : sizes) im.first.push_back(im.make_rung(d, s, d.accumulate, d.bias));
+  const bool packed = d.pack_b && d.precision == MatmulPrecision::bf16 &&
+                      d.varying == VaryingDim::m && im.create_packed_rungs(d, sizes);
+  if (!packed) {
+    for (int64_t s : sizes) im.first.push_back(im.make_rung(d, s, d.accumulate, d.bias));
+  }
   if (d.varying == VaryingDim::k && !(d.accumulate && !d.bias)) {
     for (int64_t s : sizes) im.rest.push_back(im.make_rung(d, s, true, false));
   }
@@ -194,6 +270,9 @@ MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_un
   for (const auto* rungs : {&im.first, &im.rest}) {
     for (const auto& r : *rungs)
       scratch_bytes = std::max(scratch_bytes, r.scratch.get_desc().get_size());
+  }
+  if (im.packed_b) {
+    scratch_bytes = std::max(scratch_bytes, im.pack_scratch.get_desc().get_size());
   }
   im.scratchpad.assign((scratch_bytes + sizeof(float) - 1) / sizeof(float) + 1, 0.0f);
   if (d.varying == VaryingDim::k) {
@@ -208,6 +287,10 @@ MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_un
 
 std::string MatmulPlan::implementation() const {
   return impl_->use_sgemm ? "dnnl_sgemm" : impl_->first.front().implementation;
+}
+
+bool MatmulPlan::packs_b() const {
+  return impl_->packed_b;
 }
 
 MatmulPlan::~MatmulPlan() = default;
@@ -272,6 +355,7 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
     return;
   }
   // Greedy split into the largest rungs that fit; rungs are in descending order.
+  const void* b_run = im.packed_b ? im.pack_b(b) : b;
   int64_t done = 0;
   const int64_t total = d.varying == VaryingDim::m ? m : k;
   for (size_t i = 0; i < im.first.size() && done < total; ++i) {
@@ -280,7 +364,7 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
     while (total - done >= im.first[i].size) {
       if (d.varying == VaryingDim::m) {
         // Rows [done, done + size): A (M,K) and C (M,N) are row-major, so a row offset.
-        im.execute(im.first[i], c + done * d.n, a + done * d.k, b, bias);
+        im.execute(im.first[i], c + done * d.n, a + done * d.k, b_run, bias);
       } else {
         // Partial sum over K rows [done, done + size) of A (K,M) and B (K,N).
         const Impl::Rung& r = (done == 0 || im.rest.empty()) ? im.first[i] : im.rest[i];
@@ -322,7 +406,8 @@ LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_feat
                           .n = in_features,
                           .k = out_features,
                           .varying = VaryingDim::m,
-                          .precision = precision}),
+                          .precision = precision,
+                          .pack_b = true}),
       bwd_weights(MatmulDesc{.m = out_features,
                              .n = in_features,
                              .k = max_rows,

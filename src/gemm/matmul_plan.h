@@ -38,6 +38,10 @@ struct MatmulDesc {
   bool bias = false;        // adds bias(N) to every row (not with accumulate)
   VaryingDim varying = VaryingDim::none;
   MatmulPrecision precision = MatmulPrecision::f32;
+  // bf16 with M varying: each run() first writes B into the blocked layout oneDNN's kernels read
+  // and every piece of the product reads that copy, instead of every piece repacking B itself
+  // (matmul_plan.cc says where it pays: LinearPlans sets it for backward-data).
+  bool pack_b = false;
 };
 
 class MatmulPlan {
@@ -61,6 +65,8 @@ class MatmulPlan {
   // oneDNN's name of the implementation of the largest piece ("brg:avx512_core_bf16", ...), or
   // "dnnl_sgemm": which ISA oneDNN picked, for tests and `cpuft env`.
   std::string implementation() const;
+  // Whether run() packs B (desc.pack_b, and oneDNN chose a layout other than B as stored).
+  bool packs_b() const;
 
  private:
   template <typename In>
@@ -79,9 +85,10 @@ struct Operand {
   const bf16* b16 = nullptr;
 };
 
-// The three plans of one nn.Linear(in, out) for up to max_rows tokens. The fp32-pointer overloads
-// need fp32 plans; the Operand ones work for both precisions. Under CPUFT_PROFILE=1 each product is
-// a region "<name>.fwd", "<name>.bwd_data", "<name>.bwd_weights".
+// The three plans of one nn.Linear(in, out) for up to max_rows tokens; bf16 backward-data packs W
+// once per run (MatmulDesc::pack_b). The fp32-pointer overloads need fp32 plans; the Operand ones
+// work for both precisions. Under CPUFT_PROFILE=1 each product is a region "<name>.fwd",
+// "<name>.bwd_data", "<name>.bwd_weights".
 struct LinearPlans {
   // with_bias false: nn.Linear(bias=False); forward then takes b == nullptr.
   LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,
