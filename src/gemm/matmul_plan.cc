@@ -24,16 +24,17 @@
 // bf16 backward-data (M varying, desc.pack_b) packs B once per run. oneDNN's bf16 kernels read
 // B in a blocked layout (pairs of K rows interleaved, in tiles); given B plain they copy it into
 // that layout inside every execution, on each thread for the blocks it computes, so a product of
-// 1730 rows split as 1536 + 192 + 2 repacked all of W three times or more. Here a reorder primitive
+// 1730 rows split as 1536 + 192 + 2 repacked all of W three times. Here a reorder primitive
 // writes B once into the layout oneDNN chose for the largest rung (format_tag::any), and every rung
-// is created to read that layout (on AMX, every rung from the maximum down to 1 accepts it; a rung
-// that would need a reference kernel for it turns packing off for the plan). Measured on AMX
-// with cold caches, the reorder included (`cpuft_bench_ops --bf16-packing`, docs/performance.md):
-// BERT-base's backward-data products 10-21% faster for three of the four linears and 5-9% slower
-// for the square attn_out; the forward products gain as much on ffn_down as they lose on ffn_up
-// and attn_out, so forward plans read B as stored. Not always the unpacked product's bits: for K of
-// 2304 and more oneDNN sums the unpacked product's K in other chunks (both are exact products
-// summed in fp32; the tests hold both to the same tolerance).
+// is created to read that layout with a brgemm kernel, as oneDNN picks for B as stored (on AMX,
+// every rung from the maximum down to 1 takes it; a rung that would need a reference or gemm-based
+// kernel for it turns packing off for the plan). Measured on AMX with cold caches, the reorder
+// included (`cpuft_bench_ops --bf16-packing`, docs/performance.md): BERT-base's backward-data
+// products 10-21% faster for three of the four linears and 4-9% slower for the square attn_out; the
+// forward products gain as much on ffn_down as they lose on ffn_up and attn_out, so forward plans
+// read B as stored. Not always the unpacked product's bits: for K of 2304 and more oneDNN sums the
+// unpacked product's K in other chunks (both are exact products summed in fp32; the tests hold both
+// to the same tolerance).
 //
 // When K varies (backward-weights: a sum over the batch's tokens) every piece reads and writes all
 // of C, so the greedy split's small tail pieces (1750 = 1536 + 192 + 16 + 4 + 2) each cost a pass
@@ -159,27 +160,32 @@ struct MatmulPlan::Impl {
 
   // M varying, bf16: creates every rung with B in the layout oneDNN picks for the largest
   // (format_tag::any), and the reorder that writes it. False, with nothing kept, where that layout
-  // is B as stored or a rung would take it only through a reference implementation.
+  // is B as stored, a rung would take it with a kernel other than a brgemm one ("brg:...", the
+  // kind oneDNN picks for B as stored; a reference kernel would be slow), or oneDNN has no
+  // implementation for it.
   bool create_packed_rungs(const MatmulDesc& d, const std::vector<int64_t>& sizes) {
     const memory::desc plain = plain_b_desc(d, d.k, memory::data_type::bf16);
     const memory::desc any(Dims{d.k, d.n}, memory::data_type::bf16, memory::format_tag::any);
     std::vector<Rung> rungs;
     memory::desc chosen;
+    dnnl::reorder::primitive_desc pack_pd;
     try {
-      chosen = make_rung(d, sizes.front(), d.accumulate, d.bias, &any).b.get_desc();
+      const Rung largest = make_rung(d, sizes.front(), d.accumulate, d.bias, &any);
+      chosen = largest.b.get_desc();
       if (chosen == plain) return false;
       for (int64_t s : sizes) {
         rungs.push_back(make_rung(d, s, d.accumulate, d.bias, &chosen));
-        if (rungs.back().implementation.find("ref") != std::string::npos) return false;
+        if (rungs.back().implementation.rfind("brg:", 0) != 0) return false;
       }
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      const dnnl::reorder::primitive_desc pd(engine, plain, engine, chosen, attr);
-      pack = dnnl::reorder(pd);
-      pack_scratch = memory(pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
-    } catch (const dnnl::error&) {
+      pack_pd = dnnl::reorder::primitive_desc(engine, plain, engine, chosen, attr);
+    } catch (const dnnl::error& e) {
+      if (e.status != dnnl_unimplemented) throw;  // out of memory and the like are errors
       return false;
     }
+    pack = dnnl::reorder(pack_pd);
+    pack_scratch = memory(pack_pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
     pack_src = memory(plain, engine, DNNL_MEMORY_NONE);
     pack_dst = memory(chosen, engine, DNNL_MEMORY_NONE);
     packed_b_buf = AlignedBuffer<unsigned char>(chosen.get_size());

@@ -65,7 +65,8 @@ class MatmulPlan {
   // oneDNN's name of the implementation of the largest piece ("brg:avx512_core_bf16", ...), or
   // "dnnl_sgemm": which ISA oneDNN picked, for tests and `cpuft env`.
   std::string implementation() const;
-  // Whether run() packs B (desc.pack_b, and oneDNN chose a layout other than B as stored).
+  // Whether run() packs B: desc.pack_b, oneDNN chose a layout other than B as stored, and every
+  // rung takes it with a brgemm kernel (matmul_plan.cc).
   bool packs_b() const;
 
  private:

@@ -66,9 +66,19 @@ for pair in "$ns1 $veth1" "$ns2 $veth2"; do
   ip -n "$1" link set lo up
   ip -n "$1" link set "$2" up
   if [ -n "${TCP_BUFFER_MAX:-}" ]; then
+    case $TCP_BUFFER_MAX in
+      *[!0-9]*) echo "netns_hosts: TCP_BUFFER_MAX must be a byte count" >&2; exit 2 ;;
+    esac
+    if [ "$TCP_BUFFER_MAX" -lt 131072 ]; then
+      echo "netns_hosts: TCP_BUFFER_MAX below tcp_rmem's default 131072" >&2; exit 2
+    fi
     ip netns exec "$1" sysctl -q -w net.ipv4.tcp_wmem="4096 16384 $TCP_BUFFER_MAX" \
-      net.ipv4.tcp_rmem="4096 131072 $TCP_BUFFER_MAX" net.core.wmem_max="$TCP_BUFFER_MAX" \
-      net.core.rmem_max="$TCP_BUFFER_MAX"
+      net.ipv4.tcp_rmem="4096 131072 $TCP_BUFFER_MAX"
+    # net.core's maxima are per namespace only on recent kernels; elsewhere they are the host's.
+    if ip netns exec "$1" test -e /proc/sys/net/core/wmem_max; then
+      ip netns exec "$1" sysctl -q -e -w net.core.wmem_max="$TCP_BUFFER_MAX" \
+        net.core.rmem_max="$TCP_BUFFER_MAX" || true
+    fi
   fi
   if [ -n "${NETEM_RATE:-}" ]; then
     ip netns exec "$1" tc qdisc add dev "$2" root netem rate "$NETEM_RATE"
