@@ -495,7 +495,7 @@ void DebertaClassifier::backward(const ModelParams& p, const ModelParams& g,
 
     // undo: everything after attention, row by row
     rowwise_backward(d_ctx, d_s1, d_out, rowwise_view(a), lp, lg, w, grad_b, s.plans,
-                     step.packed.token_rows(D), N, step.dims, keys, s.scratch, listener);
+                     step.packed.token_rows(D), N, step.dims, keys, s.scratch, listener, l);
     // undo: ctx = disentangled_attention(qkv, pos)
     if (c.relative_attention) std::fill_n(s.d_pos + r0 * 2 * D, R * 2 * D, 0.0f);
     disentangled_attention_backward(

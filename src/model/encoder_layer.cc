@@ -1,5 +1,6 @@
 #include "model/encoder_layer.h"
 
+#include "core/check.h"
 #include "core/profile.h"
 #include "kernels/kernels.h"
 
@@ -61,7 +62,8 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
                       const LayerParams& p, const LayerParams& g, const LayerWeights& w,
                       bf16* grad_b, const EncoderPlans& plans, const PackedRows& rows, int64_t R,
                       const EncoderDims& dims, const RngKey keys[3], const EncoderScratch& scratch,
-                      GradListener* listener) {
+                      GradListener* listener, int layer) {
+  CPUFT_CHECK(listener == nullptr || layer >= 0, "rowwise_backward: a listener needs the layer");
   const KernelTable& k = kernels();
   const int64_t D = dims.attention.D, F = dims.F;
   float* d_s = d_s1;             // d_s2, later d_s1
@@ -105,7 +107,8 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
     plans.ffn_in.backward_data(d_h, d_y, w.ffn_in, R);
     progress_point(listener);
   }
-  add_into(d_h, d_s, R * D);  // residual branch of s2
+  ffn_grads_ready(listener, layer);  // ffn_in, ffn_out and ffn_ln are final
+  add_into(d_h, d_s, R * D);         // residual branch of s2
 
   // undo: h1 = LayerNorm(s1)
   k.layer_norm_backward(d_s, g.attn_ln_w, g.attn_ln_b, d_h, a.s1, a.ln1_mean, a.ln1_rstd,
@@ -142,7 +145,7 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const LayerActivations& a, const LayerParams& p, const LayerParams& g,
                             const LayerBf16Weights* w_b, const EncoderPlans& plans,
                             const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
-                            const EncoderScratch& scratch, GradListener* listener) {
+                            const EncoderScratch& scratch, GradListener* listener, int layer) {
   const KernelTable& k = kernels();
   const int64_t N = batch.N, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
@@ -156,7 +159,7 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
 
   // undo: everything after attention, row by row
   rowwise_backward(d_ctx, d_s1, d_out, rowwise_view(a), p, g, w, grad_b, plans, batch.token_rows(D),
-                   N, dims, keys, scratch, listener);
+                   N, dims, keys, scratch, listener, layer);
   // undo: ctx = attention(qkv)
   attention_backward(d_qkv, d_ctx, a.qkv, a.probs, batch.seq_offsets, batch.prob_offsets,
                      batch.sample_ids, batch.B, dims.attention, dims.attention_dropout,

@@ -128,12 +128,13 @@ void rowwise_forward(const RowwiseActivations& a, const float* residual, const L
 // Uses scratch.nd[1] and scratch.nf; d_ctx and d_s1 must be two other (R, D) buffers. Reads act
 // as act_b under bf16, as ffn_act in fp32, or recomputes gelu(ffn_pre) into scratch.nf when
 // ffn_act is nullptr in fp32.
-// `listener` (may be null) hears a progress point after each product (grad_listener.h).
+// `listener` (may be null) hears a progress point after each product and, once the FFN block's
+// gradients are final, ffn_part_id(layer) (grad_listener.h); `layer` >= 0 where listener is set.
 void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const RowwiseActivations& a,
                       const LayerParams& p, const LayerParams& g, const LayerWeights& w,
                       bf16* grad_b, const EncoderPlans& plans, const PackedRows& rows, int64_t R,
                       const EncoderDims& dims, const RngKey keys[3], const EncoderScratch& scratch,
-                      GradListener* listener = nullptr);
+                      GradListener* listener = nullptr, int layer = -1);
 
 // w_b: the layer's bf16 weights when the plans are bf16, else nullptr.
 void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParams& p,
@@ -142,12 +143,14 @@ void encoder_layer_forward(LayerActivations& a, const float* x, const LayerParam
                            const EncoderScratch& scratch);
 
 // d_x (N, D) overwritten from d_out (N, D); parameter gradients g accumulate. x is the forward
-// input. `listener` (may be null) hears a progress point after each product and after attention.
+// input. `listener` (may be null) hears a progress point after each product and after attention,
+// and ffn_part_id(layer) as rowwise_backward says.
 void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const LayerActivations& a, const LayerParams& p, const LayerParams& g,
                             const LayerBf16Weights* w_b, const EncoderPlans& plans,
                             const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
-                            const EncoderScratch& scratch, GradListener* listener = nullptr);
+                            const EncoderScratch& scratch, GradListener* listener = nullptr,
+                            int layer = -1);
 
 // y += x over n elements (the residual branch's gradient).
 void add_into(float* y, const float* x, int64_t n);

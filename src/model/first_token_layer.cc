@@ -62,7 +62,7 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
                                 const EncoderPlans& plans, const FirstTokenPlans& first_plans,
                                 const PackedBatch& batch, const EncoderDims& dims,
                                 const RngKey keys[3], const EncoderScratch& scratch,
-                                GradListener* listener) {
+                                GradListener* listener, int layer) {
   const KernelTable& k = kernels();
   const int64_t N = batch.N, B = batch.B, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
@@ -81,7 +81,7 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
 
   // undo: everything after attention, row by row
   rowwise_backward(d_ctx, d_s1, d_out, rowwise_view(a), p, g, w, grad_b, plans,
-                   first_rows(batch, D), B, dims, keys, scratch, listener);
+                   first_rows(batch, D), B, dims, keys, scratch, listener, layer);
   // undo: ctx = attention(q over its sequence's kv)
   first_query_attention_backward(d_q, d_kv, d_ctx, a.q, a.kv, a.probs, batch.seq_offsets,
                                  batch.sample_ids, B, dims.attention, dims.attention_dropout,

@@ -68,13 +68,14 @@ void first_token_layer_forward(FirstTokenActivations& a, const float* x, const L
                                const EncoderScratch& scratch);
 
 // d_x (N, D) overwritten from d_out (B, D); parameter gradients g accumulate. x is the forward
-// input. `listener` (may be null) hears progress points between the products.
+// input. `listener` (may be null) hears progress points between the products, and
+// ffn_part_id(layer) as rowwise_backward says (encoder_layer.h).
 void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
                                 const FirstTokenActivations& a, const LayerParams& p,
                                 const LayerParams& g, const LayerBf16Weights* w_b,
                                 const EncoderPlans& plans, const FirstTokenPlans& first_plans,
                                 const PackedBatch& batch, const EncoderDims& dims,
                                 const RngKey keys[3], const EncoderScratch& scratch,
-                                GradListener* listener = nullptr);
+                                GradListener* listener = nullptr, int layer = -1);
 
 }  // namespace cpuft

@@ -15,6 +15,20 @@ class GradListener {
   virtual void on_progress_point() {}
 };
 
+// The id under which an encoder layer's FFN block is reported: its feed-forward weights, biases
+// and LayerNorm (the layer's parameters from the first of them on, in every family's table) are
+// final once that block's backward is done, before the rest of the layer's. Reported first, with
+// their own bucket, they go on the wire a part of a layer earlier: for layer 0, the last full
+// layer of backward, that is the part of the exchange left after backward ends
+// (docs/distributed.md). The layer's own id then stands for the rest of its parameters.
+inline constexpr int kFfnPartIds = 1 << 16;
+inline int ffn_part_id(int layer) {
+  return kFfnPartIds + layer;
+}
+inline void ffn_grads_ready(GradListener* listener, int layer) {
+  if (listener != nullptr) listener->on_layer_grads_ready(ffn_part_id(layer));
+}
+
 // Shorthand for the layers' backward functions, whose listener may be absent.
 inline void progress_point(GradListener* listener) {
   if (listener != nullptr) listener->on_progress_point();

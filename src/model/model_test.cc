@@ -165,6 +165,33 @@ TEST(ParamLayout, LayerRangesAreContiguousAndInBackwardOrder) {
   EXPECT_LE(c1, layout.total_floats());
 }
 
+// ParamLayout::ffn_begin's promise, which the FFN blocks' early buckets rest on (grad_listener.h):
+// in every family's layer table, from the first FFN entry on there are only FFN tensors (and
+// tensors packed with one), so [ffn_begin, end) holds nothing whose gradient the rest of the
+// layer's backward still writes.
+TEST(ParamLayout, EveryFamilyListsItsFfnBlockLastInALayer) {
+  for (const Family family :
+       {Family::bert, Family::distilbert, Family::roberta, Family::xlm_roberta, Family::electra,
+        Family::modernbert, Family::deberta_v2}) {
+    const auto& table = family_spec(family).tables.layer;
+    bool in_ffn = false;
+    int ffn_entries = 0;
+    for (const auto& entry : table) {
+      const bool ffn =
+          entry.view == &LayerParams::ffn_in_w || entry.view == &LayerParams::ffn_in_b ||
+          entry.view == &LayerParams::ffn_out_w || entry.view == &LayerParams::ffn_out_b ||
+          entry.view == &LayerParams::ffn_ln_w || entry.view == &LayerParams::ffn_ln_b;
+      if (entry.view == &LayerParams::ffn_in_w || entry.view == &LayerParams::ffn_ln_w)
+        in_ffn = true;
+      if (in_ffn) {
+        EXPECT_TRUE(ffn || entry.packed_with_previous) << entry.name;
+        ffn_entries += ffn;
+      }
+    }
+    EXPECT_GE(ffn_entries, 3) << static_cast<int>(family);
+  }
+}
+
 TEST(CanonicalName, AcceptsBothNamingSchemesAndOldLayerNorm) {
   const FamilyParamTables& bert = family_spec(Family::bert).tables;
   EXPECT_EQ(canonical_param_name("bert.embeddings.word_embeddings.weight", bert),

@@ -482,6 +482,7 @@ void ModernBertClassifier::backward(const ModelParams& p, const ModelParams& g,
     // undo: hn = mlp_norm(s1); d_s1 also gets the residual d_out
     k.layer_norm_backward(d_s1, lg.ffn_ln_w, s.junk, d_tmp, a.s1, a.hn_mean, a.hn_rstd, lp.ffn_ln_w,
                           N, D);
+    ffn_grads_ready(listener, l);  // mlp_norm, Wi and Wo are final
     add_into(d_s1, d_out, N * D);
     // undo: s1 = x + dropout(ctx Wo^T)
     packed_dropout_backward(k, d_tmp, d_s1, lc.attention_dropout,

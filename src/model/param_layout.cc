@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "model/family.h"
+#include "model/model_params.h"
 
 namespace cpuft {
 
@@ -103,6 +104,16 @@ std::pair<int64_t, int64_t> ParamLayout::layer_range(int layer) const {
   }
   CPUFT_CHECK(begin >= 0, "no parameters in layer ", layer);
   return {begin, end};
+}
+
+int64_t ParamLayout::ffn_begin(int layer) const {
+  CPUFT_CHECK(layer >= 0 && layer < layer_count_, "no encoder layer ", layer);
+  for (const auto& entry : tables_->layer) {
+    if (entry.view != &LayerParams::ffn_in_w && entry.view != &LayerParams::ffn_ln_w) continue;
+    return at(layer_prefix(*tables_, layer) + entry.name).offset;
+  }
+  CPUFT_CHECK(false, "the layer table has no FFN block");
+  return 0;
 }
 
 std::string canonical_param_name(const std::string& checkpoint_name,

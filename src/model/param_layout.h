@@ -51,6 +51,11 @@ class ParamLayout {
   int64_t total_floats() const { return total_floats_; }  // buffer size, padding included
   // [begin, end) float range holding all parameters of `layer`.
   std::pair<int64_t, int64_t> layer_range(int layer) const;
+  // Encoder layer `layer` (0..L-1): where its FFN block's parameters begin, the first of its
+  // feed-forward input weight and FFN LayerNorm in the family's table. Every family lists the rest
+  // of the block (the other feed-forward tensors, and nothing else) after it, so
+  // [ffn_begin, layer_range().second) is the block (grad_listener.h, ffn_part_id).
+  int64_t ffn_begin(int layer) const;
   const FamilyParamTables& tables() const { return *tables_; }
   int64_t layer_count() const { return layer_count_; }  // L
 

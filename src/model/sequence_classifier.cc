@@ -429,7 +429,7 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
   first_token_layer_backward(d_out, s.head.d_in, last == 0 ? s.h0 : s.layers[last - 1].out, s.last,
                              p.layers[last], g.layers[last], s.bf16_layer(last), s.plans,
                              s.first_plans, packed, dims, layer_keys(context, last).keys, s.scratch,
-                             listener);
+                             listener, static_cast<int>(last));
   ready(static_cast<int>(last));
 
   for (int l = static_cast<int>(s.layers.size()) - 1; l >= 0; --l) {
@@ -437,7 +437,8 @@ void SequenceClassifier::backward(const ModelParams& p, const ModelParams& g,
     float* d_x = s.d_hidden[(s.layers.size() - l) % 2];
     encoder_layer_backward(d_x, d_out, x, s.layers[l], p.layers[l], g.layers[l],
                            s.bf16_layer(static_cast<size_t>(l)), s.plans, packed, dims,
-                           layer_keys(context, static_cast<size_t>(l)).keys, s.scratch, listener);
+                           layer_keys(context, static_cast<size_t>(l)).keys, s.scratch, listener,
+                           l);
     ready(l);
     d_out = d_x;
   }

@@ -203,9 +203,16 @@ StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, do
 
 std::vector<LayerRange> backward_layer_ranges(const ParamLayout& layout) {
   std::vector<LayerRange> ranges;
-  for (int layer = static_cast<int>(layout.layer_count()) + 1; layer >= kEmbeddingsLayer; --layer) {
+  const int L = static_cast<int>(layout.layer_count());
+  for (int layer = L + 1; layer >= kEmbeddingsLayer; --layer) {
     const auto [begin, end] = layout.layer_range(layer);
-    ranges.push_back(LayerRange{layer, begin, end});
+    if (layer >= 0 && layer < L) {  // an encoder layer: its FFN block is final first
+      const int64_t ffn = layout.ffn_begin(layer);
+      ranges.push_back(LayerRange{ffn_part_id(layer), ffn, end});
+      ranges.push_back(LayerRange{layer, begin, ffn});
+    } else {
+      ranges.push_back(LayerRange{layer, begin, end});
+    }
   }
   return ranges;
 }
@@ -214,10 +221,11 @@ BucketPlan make_bucket_plan(const ParamLayout& layout, double cap_mb) {
   CPUFT_REQUIRE(cap_mb >= 0, "bucket cap ", cap_mb, " MB (want > 0, or 0: one layer per bucket)");
   std::vector<LayerRange> ranges = backward_layer_ranges(layout);
   int64_t cap = static_cast<int64_t>(cap_mb * 1024 * 1024);
-  if (cap_mb == 0) {
+  if (cap_mb == 0) {  // each part of an encoder layer (its FFN block, the rest) a bucket
     cap = kDefaultBucketCapBytes;
+    const int L = static_cast<int>(layout.layer_count());
     for (const LayerRange& r : ranges)
-      if (r.layer >= 0 && r.layer < static_cast<int>(layout.layer_count()))
+      if ((r.layer >= 0 && r.layer < L) || (r.layer >= kFfnPartIds && r.layer < kFfnPartIds + L))
         cap = std::min(cap, (r.end - r.begin) * static_cast<int64_t>(sizeof(float)));
   }
   cap = std::max<int64_t>(cap, 1);

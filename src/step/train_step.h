@@ -158,10 +158,11 @@ class TrainStep {
 std::vector<LayerRange> backward_layer_ranges(const ParamLayout& layout);
 
 // The bucket plan of `cpuft train --bucket_cap_mb` and `cpuft bench --scaling`: cap_mb > 0 caps
-// the buckets as DDP's bucket_cap_mb; 0 (the default) gives every encoder layer a bucket of its own
-// (the cap is the smallest encoder layer, at most DDP's 25 MB, which for BERT-base's 28 MB layers
-// is the same plan). Smaller buckets start the exchange earlier in backward: MiniLM-L6 (7 MB a
-// layer) on a 1600 Mbit/s link went from 3 buckets at 25 MB to 7, and from 69.5 to 75.3 samples/s
+// the buckets as DDP's bucket_cap_mb; 0 (the default) gives every encoder layer two buckets of its
+// own, its FFN block (final first, grad_listener.h) and the rest (the cap is the smallest of those
+// parts, at most DDP's 25 MB). Smaller buckets start the exchange earlier in backward: MiniLM-L6 (7
+// MB a layer) on a 1600 Mbit/s link went from 3 buckets at 25 MB to 7 (a layer each), and from 69.5
+// to 75.3 samples/s; the FFN blocks' own buckets shorten what is left after backward
 // (docs/distributed.md). The first bucket keeps DDP's 1 MB cap.
 BucketPlan make_bucket_plan(const ParamLayout& layout, double cap_mb);
 

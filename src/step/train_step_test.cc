@@ -207,14 +207,16 @@ TEST(TrainStep, HooksHearThePhasesInOrderAndTheLastBackwardOnly) {
   EXPECT_EQ(recorder.events,
             (std::vector<std::string>{"forward 0", "backward 0", "forward 1", "backward 1",
                                       "gradients of step 3", "optimizer 0"}));
-  // Backward order, once: classifier, pooler, layers 1 and 0, embeddings.
-  EXPECT_EQ(recorder.layers, (std::vector<int>{3, 2, 1, 0, -1}));
+  // Backward order, once: classifier, pooler, layers 1 and 0 (each its FFN block first),
+  // embeddings.
+  EXPECT_EQ(recorder.layers, (std::vector<int>{3, 2, ffn_part_id(1), 1, ffn_part_id(0), 0, -1}));
   EXPECT_NEAR(recorder.norm, result.grad_norm, 1e-6 * result.grad_norm);
 }
 
 // Between the layers' reports, each encoder layer's backward gives eight progress points (after
 // each of its six row-wise products, attention and the QKV weight product; the last layer's after
-// its own six, attention and the key/value weight product); none inside a parallel region.
+// its own six, attention and the key/value weight product), its FFN block's report after the
+// first four (the FFN products); none inside a parallel region.
 // Each check runs for BERT and for ModernBERT (TEST per family, not TEST_P: this file replaces
 // operator new, which GCC's mismatched-new-delete check confuses with gtest's parameter tables).
 void check_progress_points(const char* config) {
@@ -225,7 +227,9 @@ void check_progress_points(const char* config) {
   r.step.run(0, {&batch, 1}, 1e-3);
   std::vector<int> expected = {3, 2};
   for (int layer : {1, 0}) {
-    expected.insert(expected.end(), 8, Recorder::kProgress);
+    expected.insert(expected.end(), 4, Recorder::kProgress);
+    expected.push_back(ffn_part_id(layer));
+    expected.insert(expected.end(), 4, Recorder::kProgress);
     expected.push_back(layer);
   }
   expected.push_back(-1);
@@ -414,19 +418,31 @@ TEST(TrainStep, OnePassUpdateEqualsTheSeparatePasses) {
     }
 }
 
-// The default plan (cap 0) gives each encoder layer its own bucket: the first bucket (DDP's 1 MB
-// cap) takes classifier, pooler and the last layer; then one bucket per layer; the embeddings last.
-// A cap as large as the model gives DDP's plan: one small first bucket, then everything else.
-TEST(TrainStep, DefaultBucketPlanHasOneEncoderLayerPerBucket) {
+// The default plan (cap 0) gives each encoder layer two buckets of its own, its FFN block's and the
+// rest's: the first bucket (DDP's 1 MB cap) takes classifier, pooler and the last layer's FFN
+// block; then the rest of that layer, then two buckets per layer; the embeddings last. A cap as
+// large as the model gives DDP's plan: one small first bucket, then everything else.
+TEST(TrainStep, DefaultBucketPlanHasTwoBucketsPerEncoderLayer) {
   Replica r(StepOptions{});
   const int layers = static_cast<int>(r.layout.layer_count());
   ASSERT_GE(layers, 2);
   const BucketPlan plan = make_bucket_plan(r.layout, 0);
-  ASSERT_EQ(plan.num_buckets(), layers + 1);
-  EXPECT_EQ(plan.buckets().front().layers, (std::vector<int>{layers + 1, layers, layers - 1}));
-  for (int b = 1; b < layers; ++b)
-    EXPECT_EQ(plan.buckets()[static_cast<size_t>(b)].layers, std::vector<int>{layers - 1 - b}) << b;
-  EXPECT_EQ(plan.buckets().back().layers, std::vector<int>{kEmbeddingsLayer});
+  std::vector<std::vector<int>> expected = {{layers + 1, layers, ffn_part_id(layers - 1)},
+                                            {layers - 1}};
+  for (int l = layers - 2; l >= 0; --l) {
+    expected.push_back({ffn_part_id(l)});
+    expected.push_back({l});
+  }
+  expected.push_back({kEmbeddingsLayer});
+  ASSERT_EQ(plan.num_buckets(), static_cast<int>(expected.size())) << plan.describe();
+  for (size_t b = 0; b < expected.size(); ++b)
+    EXPECT_EQ(plan.buckets()[b].layers, expected[b]) << b << "\n" << plan.describe();
+  // The FFN block's range is the tail of its layer's: ffn_in first (BERT's table order).
+  const auto [begin, end] = r.layout.layer_range(0);
+  EXPECT_EQ(r.layout.ffn_begin(0),
+            r.layout.at(layer_prefix(r.layout.tables(), 0) + "intermediate.dense.weight").offset);
+  EXPECT_GT(r.layout.ffn_begin(0), begin);
+  EXPECT_LT(r.layout.ffn_begin(0), end);
   const BucketPlan whole = make_bucket_plan(r.layout, 1024);
   EXPECT_LT(whole.num_buckets(), plan.num_buckets());
   EXPECT_THROW(make_bucket_plan(r.layout, -1), Error);

@@ -86,8 +86,8 @@ struct TrainConfig {
 
   // Distribution (cpuft additions, and TrainingArguments' ddp_* mapped onto them)
   std::string dist_backend = "auto";  // auto | mpi | ccl | single
-  // Gradient bucket size, as DDP's bucket_cap_mb; 0: one encoder layer per bucket, at most 25 MB
-  // (make_bucket_plan).
+  // Gradient bucket size, as DDP's bucket_cap_mb; 0: a bucket for each encoder layer's FFN block
+  // and one for the rest of the layer, at most 25 MB (make_bucket_plan).
   double bucket_cap_mb = 0;
   // The dtype the gradients travel in between ranks: float32, or bfloat16 as PyTorch DDP's
   // bf16_compress_hook (GradReducer::set_bf16_exchange).

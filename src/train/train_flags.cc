@@ -519,8 +519,8 @@ std::vector<TrainFlag> make_table() {
       "mpi, ccl (oneCCL) or single",
       kCpuft));
   t.push_back(implemented("bucket_cap_mb", &TrainConfig::bucket_cap_mb,
-                          "Gradient all-reduce bucket size in MB (0: one encoder layer per bucket, "
-                          "at most 25)",
+                          "Gradient all-reduce bucket size in MB (0: a bucket for each encoder "
+                          "layer's FFN block and one for the rest, at most 25)",
                           kCpuft));
   t.push_back(implemented_with(
       "gradient_exchange_dtype", V,
