@@ -21,7 +21,7 @@
 // gemm function, so the layouts the ladder cannot express are refused for them (LinearPlans never
 // asks for those).
 //
-// bf16 backward-data (M varying, desc.pack_b) packs B once per run. oneDNN's bf16 kernels read
+// A bf16 plan with M varying and desc.pack_b packs B once per run. oneDNN's bf16 kernels read
 // B in a blocked layout (pairs of K rows interleaved, in tiles); given B plain they copy it into
 // that layout inside every execution, on each thread for the blocks it computes, so a product of
 // 1730 rows split as 1536 + 192 + 2 repacked all of W three times. Here a reorder primitive
@@ -30,11 +30,12 @@
 // every rung from the maximum down to 1 takes it; a rung that would need a reference or gemm-based
 // kernel for it turns packing off for the plan). Measured on AMX with cold caches, the reorder
 // included (`cpuft_bench_ops --bf16-packing`, docs/performance.md): BERT-base's backward-data
-// products 10-21% faster for three of the four linears and 4-9% slower for the square attn_out; the
-// forward products gain as much on ffn_down as they lose on ffn_up and attn_out, so forward plans
-// read B as stored. Not always the unpacked product's bits: for K of 2304 and more oneDNN sums the
-// unpacked product's K in other chunks (both are exact products summed in fp32; the tests hold both
-// to the same tolerance).
+// products 10-21% faster for three of the four linears (5 runs), the square attn_out's 4-9% slower
+// in four runs and 16% faster in one; of the forward products only ffn_down's, whose K (3072) is 4x
+// its N, gains in every run (11-18%), qkv's and attn_out's go either way. So LinearPlans packs W
+// for backward-data, and for forward where in_features > out_features. Not always the unpacked
+// product's bits: for K of 2304 and more oneDNN sums the unpacked product's K in other chunks (both
+// are exact products summed in fp32; the tests hold both to the same tolerance).
 //
 // When K varies (backward-weights: a sum over the batch's tokens) every piece reads and writes all
 // of C, so the greedy split's small tail pieces (1750 = 1536 + 192 + 16 + 4 + 2) each cost a pass
@@ -407,7 +408,8 @@ LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_feat
                      .b_transposed = true,
                      .bias = with_bias,
                      .varying = VaryingDim::m,
-                     .precision = precision}),
+                     .precision = precision,
+                     .pack_b = in_features > out_features}),
       bwd_data(MatmulDesc{.m = max_rows,
                           .n = in_features,
                           .k = out_features,

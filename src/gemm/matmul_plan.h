@@ -40,7 +40,8 @@ struct MatmulDesc {
   MatmulPrecision precision = MatmulPrecision::f32;
   // bf16 with M varying: each run() first writes B into the blocked layout oneDNN's kernels read
   // and every piece of the product reads that copy, instead of every piece repacking B itself
-  // (matmul_plan.cc says where it pays: LinearPlans sets it for backward-data).
+  // (matmul_plan.cc says where it pays: LinearPlans sets it for backward-data, and for forward
+  // where in_features > out_features).
   bool pack_b = false;
 };
 
@@ -86,9 +87,10 @@ struct Operand {
   const bf16* b16 = nullptr;
 };
 
-// The three plans of one nn.Linear(in, out) for up to max_rows tokens; bf16 backward-data packs W
-// once per run (MatmulDesc::pack_b). The fp32-pointer overloads need fp32 plans; the Operand ones
-// work for both precisions. Under CPUFT_PROFILE=1 each product is a region "<name>.fwd",
+// The three plans of one nn.Linear(in, out) for up to max_rows tokens; bf16 backward-data, and bf16
+// forward where in > out, pack W once per run (MatmulDesc::pack_b). The fp32-pointer overloads need
+// fp32 plans; the Operand ones work for both precisions. Under CPUFT_PROFILE=1 each product is a
+// region "<name>.fwd",
 // "<name>.bwd_data", "<name>.bwd_weights".
 struct LinearPlans {
   // with_bias false: nn.Linear(bias=False); forward then takes b == nullptr.

@@ -205,12 +205,15 @@ TEST(MatmulPlan, VaryingKPiecesAndPaddedTailAgainstNaive) {
       }
 }
 
-TEST(LinearPlans, Bf16BackwardDataPacksW) {
+TEST(LinearPlans, Bf16BackwardDataAndNarrowingForwardPackW) {
   if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "CPU lacks AVX512_BF16 / AMX-BF16";
   const LinearPlans b16(256, 384, 1536, MatmulPrecision::bf16);
   __builtin_cpu_init();
+  const LinearPlans down(256, 1536, 384, MatmulPrecision::bf16);  // in > out: forward packs too
   if (__builtin_cpu_supports("amx-bf16")) {
     EXPECT_TRUE(b16.bwd_data.packs_b());
+    EXPECT_TRUE(down.bwd_data.packs_b());
+    EXPECT_TRUE(down.fwd.packs_b());
   }
   EXPECT_FALSE(b16.fwd.packs_b());
   EXPECT_FALSE(LinearPlans(256, 384, 1536).bwd_data.packs_b());  // fp32: dnnl_sgemm
