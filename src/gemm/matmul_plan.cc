@@ -30,7 +30,7 @@
 // every rung from the maximum down to 1 takes it; a rung that would need a reference or gemm-based
 // kernel for it turns packing off for the plan). Measured on AMX with cold caches, the reorder
 // included (`cpuft_bench_ops --bf16-packing`, docs/performance.md): BERT-base's backward-data
-// products 10-21% faster for three of the four linears (5 runs), the square attn_out's 4-9% slower
+// products 10-26% faster for three of the four linears (5 runs), the square attn_out's 4-9% slower
 // in four runs and 16% faster in one; of the forward products only ffn_down's, whose K (3072) is 4x
 // its N, gains in every run (11-18%), qkv's and attn_out's go either way. So LinearPlans packs W
 // for backward-data, and for forward where in_features > out_features. Not always the unpacked
