@@ -10,7 +10,8 @@
 // bucket until its size reaches the cap, then the bucket is closed. The first bucket uses a small
 // cap (DDP: 1 MB) so that communication starts after the first layers of backward (for BERT:
 // classifier + pooler); later buckets use bucket_cap_bytes (DDP: 25 MB, --bucket_cap_mb), which
-// for BERT-base (≈ 28 MB per encoder layer) is one encoder layer per bucket. The embeddings, last
+// for BERT-base (≈ 28 MB per encoder layer) is one encoder layer per bucket (cpuft's default is
+// smaller still: step/train_step.h, make_bucket_plan). The embeddings, last
 // in backward, close the last bucket. A bucket exceeds its cap by at most its last layer.
 #pragma once
 

@@ -182,7 +182,7 @@ void add_bench_flags(CLI::App& app, BenchOptions& o) {
                  "(0: the whole table)")
       ->capture_default_str();
   app.add_option("--bucket_cap_mb", o.bucket_cap_mb,
-                 "Gradient bucket cap in MB, as cpuft train (0: one encoder layer per bucket)")
+                 "Gradient bucket cap in MB, as cpuft train (0: two buckets per encoder layer)")
       ->capture_default_str();
   app.add_option("--allreduce_reps", o.allreduce_reps, "All-reduce repetitions (2 ranks only)")
       ->capture_default_str();

@@ -128,7 +128,7 @@ struct BenchOptions {
   std::vector<double> link_gbit = {25};
   std::vector<int> hosts = {1, 2, 4, 8, 16};
   double latency_us = 30;
-  double bucket_cap_mb = 0;  // 0: one encoder layer per bucket (make_bucket_plan)
+  double bucket_cap_mb = 0;  // 0: two buckets per encoder layer (make_bucket_plan)
   int allreduce_reps = 3;
   bool bf16 = false;                       // bf16 encoder products, as cpuft train --bf16
   std::string exchange_dtype = "float32";  // --gradient_exchange_dtype

@@ -218,7 +218,8 @@ std::vector<LayerRange> backward_layer_ranges(const ParamLayout& layout) {
 }
 
 BucketPlan make_bucket_plan(const ParamLayout& layout, double cap_mb) {
-  CPUFT_REQUIRE(cap_mb >= 0, "bucket cap ", cap_mb, " MB (want > 0, or 0: one layer per bucket)");
+  CPUFT_REQUIRE(cap_mb >= 0, "bucket cap ", cap_mb,
+                " MB (want > 0, or 0: two buckets per encoder layer)");
   std::vector<LayerRange> ranges = backward_layer_ranges(layout);
   int64_t cap = static_cast<int64_t>(cap_mb * 1024 * 1024);
   if (cap_mb == 0) {  // each part of an encoder layer (its FFN block, the rest) a bucket

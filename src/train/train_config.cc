@@ -99,7 +99,7 @@ void validate_train_config(TrainConfig& c, bool cpu_has_bf16) {
   require(c.save_strategy != "best" || c.eval_strategy != "no",
           "--save_strategy best needs --eval_strategy steps or epoch");
   require(c.bucket_cap_mb >= 0,
-          "--bucket_cap_mb must be > 0, or 0 for one encoder layer per bucket");
+          "--bucket_cap_mb must be > 0, or 0 for two buckets per encoder layer (FFN block, rest)");
   require(c.dist_timeout > 0, "--dist_timeout must be > 0");
   require(c.local_rank >= -1, "--local_rank must be >= 0");
   if (c.bf16) require_bf16_matmul("--bf16", cpu_has_bf16);
