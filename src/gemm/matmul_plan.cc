@@ -171,13 +171,14 @@ struct MatmulPlan::Impl {
     memory::desc chosen;
     dnnl::reorder::primitive_desc pack_pd;
     try {
-      const Rung largest = make_rung(d, sizes.front(), d.accumulate, d.bias, &any);
-      chosen = largest.b.get_desc();
+      // The largest rung, created with `any`, already reads the chosen layout: it is the first.
+      rungs.push_back(make_rung(d, sizes.front(), d.accumulate, d.bias, &any));
+      chosen = rungs.front().b.get_desc();
       if (chosen == plain) return false;
-      for (int64_t s : sizes) {
-        rungs.push_back(make_rung(d, s, d.accumulate, d.bias, &chosen));
-        if (rungs.back().implementation.rfind("brg:", 0) != 0) return false;
-      }
+      for (size_t i = 1; i < sizes.size(); ++i)
+        rungs.push_back(make_rung(d, sizes[i], d.accumulate, d.bias, &chosen));
+      for (const Rung& r : rungs)
+        if (r.implementation.rfind("brg:", 0) != 0) return false;
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       pack_pd = dnnl::reorder::primitive_desc(engine, plain, engine, chosen, attr);

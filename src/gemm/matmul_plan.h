@@ -90,8 +90,7 @@ struct Operand {
 // The three plans of one nn.Linear(in, out) for up to max_rows tokens; bf16 backward-data, and bf16
 // forward where in > out, pack W once per run (MatmulDesc::pack_b). The fp32-pointer overloads need
 // fp32 plans; the Operand ones work for both precisions. Under CPUFT_PROFILE=1 each product is a
-// region "<name>.fwd",
-// "<name>.bwd_data", "<name>.bwd_weights".
+// region "<name>.fwd", "<name>.bwd_data", "<name>.bwd_weights".
 struct LinearPlans {
   // with_bias false: nn.Linear(bias=False); forward then takes b == nullptr.
   LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,

@@ -205,12 +205,17 @@ TEST(MatmulPlan, VaryingKPiecesAndPaddedTailAgainstNaive) {
       }
 }
 
+// Packing is measured on AMX only; on other bf16 CPUs a plan may turn it off (matmul_plan.cc).
+bool cpu_has_amx_bf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("amx-bf16");
+}
+
 TEST(LinearPlans, Bf16BackwardDataAndNarrowingForwardPackW) {
   if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "CPU lacks AVX512_BF16 / AMX-BF16";
   const LinearPlans b16(256, 384, 1536, MatmulPrecision::bf16);
-  __builtin_cpu_init();
   const LinearPlans down(256, 1536, 384, MatmulPrecision::bf16);  // in > out: forward packs too
-  if (__builtin_cpu_supports("amx-bf16")) {
+  if (cpu_has_amx_bf16()) {
     EXPECT_TRUE(b16.bwd_data.packs_b());
     EXPECT_TRUE(down.bwd_data.packs_b());
     EXPECT_TRUE(down.fwd.packs_b());
@@ -239,8 +244,7 @@ TEST(MatmulPlan, OnednnPicksANativeKernel) {
 // off).
 TEST(MatmulPlan, Bf16PackedBAgainstUnpackedAndNaive) {
   if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "CPU lacks AVX512_BF16 / AMX-BF16";
-  __builtin_cpu_init();
-  const bool amx = __builtin_cpu_supports("amx-bf16");
+  const bool amx = cpu_has_amx_bf16();
   constexpr int64_t kMaxRows = 200, kN = 80;
   for (const int64_t kK : {int64_t{96}, int64_t{97}, int64_t{2}})
     for (const bool b_transposed : {true, false}) {

@@ -1,6 +1,8 @@
 // GradListener: what the backward pass tells the code around it while it runs.
 #pragma once
 
+#include <string>
+
 namespace cpuft {
 
 class GradListener {
@@ -27,6 +29,10 @@ inline int ffn_part_id(int layer) {
 }
 inline void ffn_grads_ready(GradListener* listener, int layer) {
   if (listener != nullptr) listener->on_layer_grads_ready(ffn_part_id(layer));
+}
+// A reported id as people read it: "ffn3" for layer 3's FFN block, else the layer's number.
+inline std::string grad_part_name(int id) {
+  return id >= kFfnPartIds ? "ffn" + std::to_string(id - kFfnPartIds) : std::to_string(id);
 }
 
 // Shorthand for the layers' backward functions, whose listener may be absent.

@@ -21,6 +21,7 @@
 #include "core/stats.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
+#include "model/grad_listener.h"
 #include "model/param_layout.h"
 #include "model/sequence_classifier.h"
 #include "optim/adamw.h"
@@ -407,18 +408,18 @@ int run_bench(const BenchOptions& o) {
   double previous = 0;
   for (size_t l = 0; l < profile.layers.size(); ++l) {
     const double t = profile.layer_ready_seconds[l];
-    std::printf("%8d %10.1f %10.1f %14.1f\n", profile.layers[l], (t - previous) * 1e3, t * 1e3,
-                (profile.backward_seconds - t) * 1e3);
+    std::printf("%8s %10.1f %10.1f %14.1f\n", grad_part_name(profile.layers[l]).c_str(),
+                (t - previous) * 1e3, t * 1e3, (profile.backward_seconds - t) * 1e3);
     previous = t;
   }
-  std::printf(
-      "\nbuckets (%s, launch order) and the backward time left to hide each:\n",
-      o.bucket_cap_mb > 0 ? str("cap ", o.bucket_cap_mb, " MB").c_str() : "one encoder layer each");
+  std::printf("\nbuckets (%s, launch order) and the backward time left to hide each:\n",
+              o.bucket_cap_mb > 0 ? str("cap ", o.bucket_cap_mb, " MB").c_str()
+                                  : "two per encoder layer: its FFN block, the rest");
   std::printf("%7s %10s %10s %14s  layers\n", "bucket", "MB", "ready_ms", "remaining_ms");
   for (size_t b = 0; b < plan.buckets().size(); ++b) {
     const Bucket& bucket = plan.buckets()[b];
     std::string names;
-    for (int layer : bucket.layers) names += (names.empty() ? "" : ",") + std::to_string(layer);
+    for (int layer : bucket.layers) names += (names.empty() ? "" : ",") + grad_part_name(layer);
     std::printf("%7zu %10.2f %10.1f %14.1f  %s\n", b,
                 static_cast<double>(bucket.floats()) * sizeof(float) / 1048576, ready[b] * 1e3,
                 (profile.backward_seconds - std::min(ready[b], profile.backward_seconds)) * 1e3,
