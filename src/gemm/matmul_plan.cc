@@ -67,6 +67,12 @@ memory::desc matrix_desc(int64_t rows, int64_t cols, bool stored_transposed) {
                       stored_transposed ? Dims{1, rows} : Dims{cols, 1});
 }
 
+// Whether oneDNN's name of a matmul implementation is one of its brgemm kernels:
+// "brg:avx512_core_amx" in oneDNN 2.x (Debian 12), "brg_matmul:avx10_1_512_amx" in 3.x (Debian 13).
+bool is_brgemm(const std::string& implementation) {
+  return implementation.rfind("brg:", 0) == 0 || implementation.rfind("brg_matmul:", 0) == 0;
+}
+
 void check_sgemm(dnnl_status_t status) {
   CPUFT_CHECK(status == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(status));
 }
@@ -161,9 +167,9 @@ struct MatmulPlan::Impl {
 
   // M varying, bf16: creates every rung with B in the layout oneDNN picks for the largest
   // (format_tag::any), and the reorder that writes it. False, with nothing kept, where that layout
-  // is B as stored, a rung would take it with a kernel other than a brgemm one ("brg:...", the
-  // kind oneDNN picks for B as stored; a reference kernel would be slow), or oneDNN has no
-  // implementation for it.
+  // is B as stored, a rung would take it with a kernel other than a brgemm one (the kind oneDNN
+  // picks for B as stored; a reference kernel would be slow), or oneDNN has no implementation
+  // for it.
   bool create_packed_rungs(const MatmulDesc& d, const std::vector<int64_t>& sizes) {
     const memory::desc plain = plain_b_desc(d, d.k, memory::data_type::bf16);
     const memory::desc any(Dims{d.k, d.n}, memory::data_type::bf16, memory::format_tag::any);
@@ -178,7 +184,7 @@ struct MatmulPlan::Impl {
       for (size_t i = 1; i < sizes.size(); ++i)
         rungs.push_back(make_rung(d, sizes[i], d.accumulate, d.bias, &chosen));
       for (const Rung& r : rungs)
-        if (r.implementation.rfind("brg:", 0) != 0) return false;
+        if (!is_brgemm(r.implementation)) return false;
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       pack_pd = dnnl::reorder::primitive_desc(engine, plain, engine, chosen, attr);
