@@ -64,8 +64,8 @@ std::string fingerprint(const void* data, size_t bytes);
 // flipped bit changes it (with FNV's odds).
 std::string fingerprint_floats(const float* data, size_t count);
 
-// Rank r holds rows [r::world] of a (rows_total, K) table (as shard_order assigns them, without
-// the padding repeats); returns the whole table on every rank, in the original order.
+// Rank r holds rows [r::world] of a (rows_total, K) table (as evaluation assigns them, without
+// padding repeats); returns the whole table on every rank, in the original order.
 std::vector<float> gather_strided_rows(Communicator& comm, const std::vector<float>& local,
                                        int64_t rows_total, int64_t K);
 

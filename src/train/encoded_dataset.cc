@@ -84,14 +84,17 @@ EncodedDataset encode_dataset(const Dataset& dataset, const Tokenizer& tokenizer
 }
 
 void fill_batch(Batch& batch, const EncodedDataset& data, std::span<const int64_t> rows,
-                bool regression, SampleNumbering numbering) {
+                bool regression, std::span<const int64_t> numbers) {
+  CPUFT_CHECK(numbers.empty() || numbers.size() == rows.size(), numbers.size(), " numbers for ",
+              rows.size(), " rows");
   batch.clear();
   for (int64_t row : rows) {
     const auto begin = static_cast<size_t>(data.offsets[row]);
     const auto count = static_cast<size_t>(data.length(row));
     batch.add_sequence({data.input_ids.data() + begin, count},
                        {data.token_type_ids.data() + begin, count});
-    batch.sample_ids.push_back(numbering.first + numbering.stride * (batch.num_sequences() - 1));
+    const int64_t j = batch.num_sequences() - 1;
+    batch.sample_ids.push_back(numbers.empty() ? j : numbers[static_cast<size_t>(j)]);
     if (!data.has_labels) continue;
     if (regression)
       batch.targets.push_back(data.scores[row]);
@@ -133,14 +136,54 @@ int64_t steps_per_epoch(int64_t examples, int world_size, int64_t batch, int64_t
   return std::max<int64_t>(1, (batches + accumulation - 1) / accumulation);
 }
 
-std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int world_size) {
-  CPUFT_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "rank ", rank, " of ", world_size);
+std::vector<int64_t> pad_to_ranks(const std::vector<int64_t>& order, int world_size) {
+  CPUFT_CHECK(world_size >= 1, "world size ", world_size);
   if (world_size == 1 || order.empty()) return order;
   const auto n = static_cast<int64_t>(order.size());
-  const int64_t per_rank = (n + world_size - 1) / world_size;
-  std::vector<int64_t> mine;
-  mine.reserve(static_cast<size_t>(per_rank));
-  for (int64_t i = rank; i < per_rank * world_size; i += world_size) mine.push_back(order[i % n]);
+  const int64_t padded = (n + world_size - 1) / world_size * world_size;
+  std::vector<int64_t> out(order);
+  for (int64_t i = n; i < padded; ++i) out.push_back(order[static_cast<size_t>(i % n)]);
+  return out;
+}
+
+std::vector<int> deal_by_tokens(std::span<const int64_t> lengths, int world_size) {
+  const auto n = static_cast<int64_t>(lengths.size());
+  CPUFT_CHECK(world_size >= 1 && n % world_size == 0, n, " examples for ", world_size, " ranks");
+  std::vector<int> rank_of(static_cast<size_t>(n), 0);
+  if (world_size == 1) return rank_of;
+  std::vector<int64_t> by_length(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) by_length[static_cast<size_t>(i)] = i;
+  std::stable_sort(by_length.begin(), by_length.end(), [&](int64_t a, int64_t b) {
+    return lengths[static_cast<size_t>(a)] > lengths[static_cast<size_t>(b)];
+  });
+  const int64_t room = n / world_size;
+  std::vector<int64_t> tokens(static_cast<size_t>(world_size), 0), count(tokens);
+  for (const int64_t i : by_length) {
+    int best = -1;
+    for (int r = 0; r < world_size; ++r)
+      if (count[static_cast<size_t>(r)] < room &&
+          (best < 0 || tokens[static_cast<size_t>(r)] < tokens[static_cast<size_t>(best)]))
+        best = r;
+    rank_of[static_cast<size_t>(i)] = best;
+    tokens[static_cast<size_t>(best)] += lengths[static_cast<size_t>(i)];
+    ++count[static_cast<size_t>(best)];
+  }
+  return rank_of;
+}
+
+RankRows rank_rows(const EncodedDataset& data, std::span<const int64_t> window,
+                   int64_t first_number, int rank, int world_size) {
+  CPUFT_CHECK(rank >= 0 && rank < world_size, "rank ", rank, " of ", world_size);
+  std::vector<int64_t> lengths;
+  lengths.reserve(window.size());
+  for (const int64_t row : window) lengths.push_back(data.length(row));
+  const std::vector<int> rank_of = deal_by_tokens(lengths, world_size);
+  RankRows mine;
+  for (size_t i = 0; i < window.size(); ++i) {
+    if (rank_of[i] != rank) continue;
+    mine.rows.push_back(window[i]);
+    mine.numbers.push_back(first_number + static_cast<int64_t>(i));
+  }
   return mine;
 }
 

@@ -142,13 +142,80 @@ TEST(EpochOrder, GroupByLengthMakesBatchesOfSimilarLength) {
   for (int64_t i = 0; i < 4000; ++i) ASSERT_EQ(sorted[i], i);
 }
 
-TEST(ShardOrder, MatchesDistributedSampler) {
+TEST(PadToRanks, RepeatsTheBeginningAsDistributedSampler) {
   const std::vector<int64_t> order = {9, 3, 7, 1, 5, 0, 2};  // 7 examples, 3 ranks
-  // Padded to 9 with the first two: 9 3 7 1 5 0 2 9 3; rank r takes r::3.
-  EXPECT_EQ(shard_order(order, 0, 3), (std::vector<int64_t>{9, 1, 2}));
-  EXPECT_EQ(shard_order(order, 1, 3), (std::vector<int64_t>{3, 5, 9}));
-  EXPECT_EQ(shard_order(order, 2, 3), (std::vector<int64_t>{7, 0, 3}));
-  EXPECT_EQ(shard_order(order, 0, 1), order);
+  EXPECT_EQ(pad_to_ranks(order, 3), (std::vector<int64_t>{9, 3, 7, 1, 5, 0, 2, 9, 3}));
+  EXPECT_EQ(pad_to_ranks(order, 7), order);
+  EXPECT_EQ(pad_to_ranks(order, 1), order);
+  EXPECT_EQ(pad_to_ranks({4}, 3), (std::vector<int64_t>{4, 4, 4}));
+}
+
+TEST(DealByTokens, EvenCountsAndTokensLongestFirst) {
+  // Longest first, each to the rank with fewer tokens: 50 -> r0, 40 -> r1, 30 -> r1 (40 < 50),
+  // 20 -> r0 (50 < 70), 10 -> r0 (70 = 70: the lower rank), 5 -> r1 (r0 is full).
+  const std::vector<int64_t> lengths = {10, 50, 20, 40, 30, 5};
+  const std::vector<int> rank_of = deal_by_tokens(lengths, 2);
+  EXPECT_EQ(rank_of, (std::vector<int>{0, 0, 0, 1, 1, 1}));  // r0: 50+20+10, r1: 40+30+5
+  // Counts stay equal even where tokens would rather not: one long, three short.
+  EXPECT_EQ(deal_by_tokens(std::vector<int64_t>{100, 1, 1, 1}, 2), (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(deal_by_tokens(std::vector<int64_t>{3, 3}, 1), (std::vector<int>{0, 0}));
+  EXPECT_THROW(deal_by_tokens(std::vector<int64_t>{1, 2, 3}, 2), Error);
+}
+
+TEST(DealByTokens, MuchMoreEvenThanTakingEveryWorldthOnMrpcLikeLengths) {
+  // 200 windows of 4 ranks x 8 examples with lengths 20-100: the greedy deal's largest spread
+  // between two ranks' tokens is at most the longest example; taking r, r + 4, ... is far worse.
+  std::mt19937 rng(7);
+  int64_t spread = 0, strided_spread = 0;
+  for (int window = 0; window < 200; ++window) {
+    std::vector<int64_t> lengths(32);
+    for (auto& l : lengths) l = 20 + static_cast<int64_t>(rng() % 81);
+    const std::vector<int> rank_of = deal_by_tokens(lengths, 4);
+    std::vector<int64_t> tokens(4, 0), count(4, 0), strided(4, 0);
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      tokens[static_cast<size_t>(rank_of[i])] += lengths[i];
+      ++count[static_cast<size_t>(rank_of[i])];
+      strided[i % 4] += lengths[i];
+    }
+    EXPECT_EQ(count, (std::vector<int64_t>(4, 8)));
+    const auto [lo, hi] = std::minmax_element(tokens.begin(), tokens.end());
+    const auto [slo, shi] = std::minmax_element(strided.begin(), strided.end());
+    EXPECT_LE(*hi - *lo, 100) << "window " << window;
+    spread += *hi - *lo;
+    strided_spread += *shi - *slo;
+  }
+  EXPECT_LT(spread * 10, strided_spread);  // these windows: 5.1 against 132 tokens on average
+}
+
+TEST(RankRows, TheRanksTogetherHoldTheWindowWithItsNumbers) {
+  EncodedDataset d;
+  d.offsets = {0};
+  for (int64_t len : {7, 2, 9, 4, 4, 1}) d.offsets.push_back(d.offsets.back() + len);
+  const std::vector<int64_t> window = {5, 2, 0, 3, 1, 4};  // lengths 1 9 7 4 2 4
+  std::vector<std::pair<int64_t, int64_t>> all;            // (number, row) over the ranks
+  for (int rank = 0; rank < 2; ++rank) {
+    const RankRows mine = rank_rows(d, window, 12, rank, 2);
+    ASSERT_EQ(mine.rows.size(), 3u);
+    ASSERT_EQ(mine.numbers.size(), 3u);
+    int64_t tokens = 0;
+    for (size_t j = 0; j < 3; ++j) {
+      all.emplace_back(mine.numbers[j], mine.rows[j]);
+      tokens += d.length(mine.rows[j]);
+      if (j > 0) {
+        EXPECT_LT(mine.numbers[j - 1], mine.numbers[j]);  // window order
+      }
+    }
+    EXPECT_EQ(tokens, rank == 0 ? 14 : 13);  // 9 -> r0, 7 -> r1, 4 -> r1, 4 -> r0, 2 -> r1, 1 -> r0
+  }
+  std::sort(all.begin(), all.end());
+  for (size_t i = 0; i < window.size(); ++i) {
+    EXPECT_EQ(all[i].first, 12 + static_cast<int64_t>(i));
+    EXPECT_EQ(all[i].second, window[i]);
+  }
+  // One rank holds the whole window in its order.
+  const RankRows alone = rank_rows(d, window, 0, 0, 1);
+  EXPECT_EQ(alone.rows, window);
+  EXPECT_EQ(alone.numbers, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
 }
 
 TEST(Outputs, FineTunedConfigHasLabelsAndArchitecture) {

@@ -251,9 +251,9 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
   bool done = s.global_step >= s.max_steps;
   const int64_t first_epoch = s.global_step / s.steps_per_epoch;
   for (int64_t epoch = first_epoch; !done; ++epoch) {
-    const std::vector<int64_t> order = shard_order(
+    const std::vector<int64_t> order = pad_to_ranks(
         epoch_order(s.train, data_seed, epoch, c.group_by_length, c.per_device_train_batch_size),
-        s.dist.rank(), world);
+        world);
     // Resuming: the steps of the first epoch already trained are skipped with their data, unless
     // --ignore_data_skip: then the epoch's data starts over (the step count goes on).
     const int64_t skipped_steps =
@@ -266,17 +266,20 @@ json train(Trainer::State& s, const fs::path& out, bool tty) {
       const int64_t micros =
           std::min<int64_t>(c.gradient_accumulation_steps, epoch_batches - first_batch);
       for (int64_t m = 0; m < micros; ++m) {
-        const int64_t begin = (first_batch + m) * c.per_device_train_batch_size;
-        const int64_t end = std::min<int64_t>(static_cast<int64_t>(order.size()),
-                                              begin + c.per_device_train_batch_size);
-        // Row j of this micro-batch is element (first_batch + m) * batch + j of this rank's
-        // order, i.e. element ((m * batch + j) * world + rank) of the step's share of the global
-        // order (shard_order): its number in the step, whatever the split (dropout masks).
-        fill_batch(
-            micro_batches[static_cast<size_t>(m)], s.train,
-            {order.data() + begin, static_cast<size_t>(end - begin)}, s.task.regression,
-            SampleNumbering{m * c.per_device_train_batch_size * world + s.dist.rank(), world});
-        samples_seen += (end - begin) * world;
+        // Micro-batch m of the step: `batch` examples per rank from the epoch's padded order,
+        // dealt to the ranks by their tokens; each numbered by its place in the step's share of
+        // the order (dropout masks: the same numbers whatever the split, so 2 ranks of batch b
+        // match 1 rank of batch 2b).
+        const int64_t global_batch = c.per_device_train_batch_size * world;
+        const int64_t begin = (first_batch + m) * global_batch;
+        const int64_t end =
+            std::min<int64_t>(static_cast<int64_t>(order.size()), begin + global_batch);
+        const RankRows mine =
+            rank_rows(s.train, {order.data() + begin, static_cast<size_t>(end - begin)},
+                      m * global_batch, s.dist.rank(), world);
+        fill_batch(micro_batches[static_cast<size_t>(m)], s.train, mine.rows, s.task.regression,
+                   mine.numbers);
+        samples_seen += end - begin;
       }
       const StepResult step =
           train_step.run(s.global_step, {micro_batches.data(), static_cast<size_t>(micros)},
