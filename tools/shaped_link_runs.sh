@@ -10,7 +10,7 @@
 # environment (defaults in brackets):
 #   CPUFT      the cpuft binary [build/release/apps/cpuft]   MPIRUN  Open MPI's mpirun [mpirun]
 #   DATA_DIR   GLUE folder [data/glue]     TASK  GLUE task [mrpc]     BATCH  per-rank batch [32]
-#   RATES      tc tbf rates ["1600mbit 800mbit 400mbit 200mbit"]
+#   RATES      tc tbf rates ["1600mbit 800mbit 400mbit 200mbit"]; "unshaped": the bare veth pair
 #   DTYPES     --gradient_exchange_dtype values ["float32 bfloat16"]
 #   STEPS      optimizer steps per run [12]; samples/s are those of the second half's log entry
 #   EXTRA      more `cpuft train` flags [""]
@@ -58,7 +58,7 @@ for rate in $RATES; do
   for dtype in $DTYPES; do
     name=$rate-$dtype
     rm -rf "${OUT_DIR:?}/$name"
-    LINK_RATE=$rate OMP_NUM_THREADS=1 "$here/tests/parallel/netns_hosts.sh" "$MPIRUN" "$CPUFT" train \
+    LINK_RATE=${rate#unshaped} OMP_NUM_THREADS=1 "$here/tests/parallel/netns_hosts.sh" "$MPIRUN" "$CPUFT" train \
       "${flags[@]}" --gradient_exchange_dtype "$dtype" --output_dir "$OUT_DIR/$name" \
       >"$OUT_DIR/$name.log" 2>&1 || { echo "| $rate | $dtype | run failed: $OUT_DIR/$name.log |"; continue; }
     log=$OUT_DIR/$name.log
@@ -68,6 +68,7 @@ for rate in $RATES; do
     two=$(speed "$log")
     ratio=$(awk -v a="$two" -v b="$one" 'BEGIN { printf "%.2fx", a / b }')
     dt=$([ "$dtype" = float32 ] && echo fp32 || echo bf16)
-    echo "| ${rate%mbit} Mbit/s | $dt | $probe | $forecast | $measured | $in_f / $in_m of $buckets | $two | $ratio |"
+    link=$([ "$rate" = unshaped ] && echo unshaped || echo "${rate%mbit} Mbit/s")
+    echo "| $link | $dt | $probe | $forecast | $measured | $in_f / $in_m of $buckets | $two | $ratio |"
   done
 done
