@@ -16,6 +16,10 @@
 // layouts (not used by LinearPlans) use dnnl_sgemm. So does backward-data (M varying, B stored
 // (K,N), no bias), where brgemm measured 25-40% slower than gemm:jit on every BERT shape; the price
 // is gemm:jit's per-call packing allocation, whose page faults were measured at 0-5 per call there.
+// And so does fp32 backward-weights (K varying) when both dimensions of C are kSgemmWeightsMinDim
+// or more: on every BERT-base shape gemm:jit was as fast or faster (Zen 5: 0-31%; the AMX Xeon:
+// 4-22%, and 3x for ffn_down's 768 x 3072, where brgemm ran at a quarter of the FMA peak), while on
+// MiniLM's smaller ones brgemm was as fast or 8-15% faster (docs/gemm.md, docs/performance.md).
 //
 // bf16 plans (bf16 A and B, fp32 C and bias) always use the ladder: oneDNN 2.6 has no public bf16
 // gemm function, so the layouts the ladder cannot express are refused for them (LinearPlans never
@@ -87,6 +91,10 @@ void sgemm(bool at, bool bt, int64_t M, int64_t N, int64_t K, float alpha, const
 
 // Below this many rows the rest of a varying K runs as one zero-padded piece (see the top).
 constexpr int64_t kPaddedTail = 64;
+
+// fp32 backward-weights runs on dnnl_sgemm when C has at least this many rows and columns (see the
+// top): the smallest dimension of every BERT-base weight, above all of MiniLM-L6's 384.
+constexpr int64_t kSgemmWeightsMinDim = 768;
 
 }  // namespace
 
@@ -244,15 +252,19 @@ MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_un
   Impl& im = *impl_;
   // dnnl_sgemm where the ladder cannot express the layout, and where it was measured clearly
   // faster: M varying with B stored (K,N) and no bias, i.e. backward-data, 25-40% faster than
-  // brgemm on the BERT shapes (docs/gemm.md).
+  // brgemm on the BERT shapes (docs/gemm.md); K varying with a C of BERT-base's sizes or larger,
+  // i.e. backward-weights (top of the file).
   const bool ladder_cannot = (d.varying == VaryingDim::m && d.a_transposed) ||
                              (d.varying == VaryingDim::k && (!d.a_transposed || d.b_transposed));
+  const bool large_weights_gradient =
+      d.varying == VaryingDim::k && std::min(d.m, d.n) >= kSgemmWeightsMinDim;
   if (d.precision == MatmulPrecision::bf16) {
     CPUFT_CHECK(!ladder_cannot, "bf16 matmul: the varying dimension may not be the contiguous one ",
                 "of a stored input (no bf16 gemm function to fall back on)");
   } else {
     im.use_sgemm = ladder_cannot ||
-                   (d.varying == VaryingDim::m && !d.b_transposed && !d.bias);  // backward-data
+                   (d.varying == VaryingDim::m && !d.b_transposed && !d.bias) ||  // backward-data
+                   large_weights_gradient;
   }
   if (im.use_sgemm) return;
 

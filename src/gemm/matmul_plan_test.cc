@@ -237,6 +237,39 @@ TEST(MatmulPlan, OnednnPicksANativeKernel) {
   }
 }
 
+// fp32 backward-weights: gemm:jit where both of the gradient's dimensions are 768 or more
+// (BERT-base's shapes, where brgemm measured up to 3x slower), the brgemm ladder below (MiniLM's,
+// where it measured as fast or faster); both against the naive sum over a varying K, accumulated.
+// Few tokens: the test also runs under qemu (tests/portability).
+TEST(MatmulPlan, Fp32BackwardWeightsOnGemmJitFromBertBaseSizes) {
+  const auto backward_weights = [](int64_t out, int64_t in) {
+    return MatmulPlan(MatmulDesc{.m = out,
+                                 .n = in,
+                                 .k = 96,
+                                 .a_transposed = true,
+                                 .accumulate = true,
+                                 .varying = VaryingDim::k});
+  };
+  const MatmulPlan bert_ffn_down = backward_weights(768, 3072);
+  const MatmulPlan minilm_ffn_up = backward_weights(1536, 384);
+  EXPECT_EQ(bert_ffn_down.implementation(), "dnnl_sgemm");
+  EXPECT_EQ(backward_weights(768, 768).implementation(), "dnnl_sgemm");
+  EXPECT_NE(minilm_ffn_up.implementation(), "dnnl_sgemm");
+  EXPECT_NE(backward_weights(3072, 767).implementation(), "dnnl_sgemm");
+  uint32_t seed = 900;
+  for (const MatmulPlan* plan : {&bert_ffn_down, &minilm_ffn_up}) {
+    const int64_t out = plan->desc().m, in = plan->desc().n;
+    for (int64_t rows : {int64_t{1}, int64_t{5}}) {
+      auto d_y = random_vector(rows * out, seed++), x = random_vector(rows * in, seed++);
+      const auto dw0 = random_vector(out * in, seed++);
+      auto d_w = dw0;
+      run_plan(*plan, d_w, d_y, x, nullptr, rows);
+      expect_gemm(d_w, dw0, d_y.data(), true, out, x.data(), false, in, nullptr, out, in, rows,
+                  1.0f, 1.0f, in, str(plan->implementation(), " rows=", rows));
+    }
+  }
+}
+
 // Plans shaped like forward (B transposed, bias) and backward-data, with pack_b set, pack B at
 // every run: they must read the B of each run (not a copy from an earlier one) and give the
 // product, here (K of one 32-row block or less, padded or not) with the unpacked plan's very bits.
