@@ -17,9 +17,10 @@
 // (K,N), no bias), where brgemm measured 25-40% slower than gemm:jit on every BERT shape; the price
 // is gemm:jit's per-call packing allocation, whose page faults were measured at 0-5 per call there.
 // And so does fp32 backward-weights (K varying) when both dimensions of C are kSgemmWeightsMinDim
-// or more: on every BERT-base shape gemm:jit was as fast or faster (Zen 5: 0-31%; the AMX Xeon:
-// 4-22%, and 3x for ffn_down's 768 x 3072, where brgemm ran at a quarter of the FMA peak), while on
-// MiniLM's smaller ones brgemm was as fast or 8-15% faster (docs/gemm.md, docs/performance.md).
+// or more: on every BERT-base shape gemm:jit was as fast or faster (Zen 5: -1% to +31%; the AMX
+// Xeon: 4-22%, and 3x for ffn_down's 768 x 3072, where brgemm ran at a quarter of the FMA peak),
+// while on MiniLM's smaller ones brgemm was as fast or 8-15% faster (docs/gemm.md,
+// docs/performance.md).
 //
 // bf16 plans (bf16 A and B, fp32 C and bias) always use the ladder: oneDNN 2.6 has no public bf16
 // gemm function, so the layouts the ladder cannot express are refused for them (LinearPlans never
