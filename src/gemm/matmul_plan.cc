@@ -50,6 +50,7 @@
 #include "gemm/matmul_plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
@@ -96,6 +97,9 @@ constexpr int64_t kPaddedTail = 64;
 // fp32 backward-weights runs on dnnl_sgemm when C has at least this many rows and columns (see the
 // top): the smallest dimension of every BERT-base weight, above all of MiniLM-L6's 384.
 constexpr int64_t kSgemmWeightsMinDim = 768;
+
+// Every primitive a plan creates (onednn_primitives_created).
+std::atomic<int64_t> g_primitives_created{0};
 
 }  // namespace
 
@@ -165,6 +169,7 @@ struct MatmulPlan::Impl {
     r.size = size;
     r.implementation = pd.impl_info_str();
     r.prim = dnnl::matmul(pd);
+    g_primitives_created.fetch_add(1, std::memory_order_relaxed);
     r.a = memory(a_md, engine, DNNL_MEMORY_NONE);
     r.b =
         memory(pd.weights_desc(), engine, DNNL_MEMORY_NONE);  // b_md, or the layout chosen for any
@@ -202,6 +207,7 @@ struct MatmulPlan::Impl {
       return false;
     }
     pack = dnnl::reorder(pack_pd);
+    g_primitives_created.fetch_add(1, std::memory_order_relaxed);
     pack_scratch = memory(pack_pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
     pack_src = memory(plain, engine, DNNL_MEMORY_NONE);
     pack_dst = memory(chosen, engine, DNNL_MEMORY_NONE);
@@ -500,6 +506,10 @@ void strided_gemm(bool a_transposed, bool b_transposed, int64_t M, int64_t N, in
                   float* C, int64_t ldc) {
   CPUFT_CHECK(M >= 0 && N >= 0 && K >= 0, "strided_gemm sizes ", M, " ", N, " ", K);
   sgemm(a_transposed, b_transposed, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+int64_t onednn_primitives_created() {
+  return g_primitives_created.load(std::memory_order_relaxed);
 }
 
 bool cpu_has_bf16_matmul() {

@@ -119,6 +119,11 @@ void strided_gemm(bool a_transposed, bool b_transposed, int64_t M, int64_t N, in
                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                   float* C, int64_t ldc);
 
+// How many oneDNN primitives (matmuls and reorders) MatmulPlans have created in this process so
+// far. Only their constructors create any, never run(): the training step's tests check that a
+// step creates none.
+int64_t onednn_primitives_created();
+
 // True when the CPU has AVX512_BF16 or AMX-BF16, the instructions oneDNN's bf16 matmul needs to
 // beat fp32; without them bf16 products are emulated and slower than fp32.
 bool cpu_has_bf16_matmul();

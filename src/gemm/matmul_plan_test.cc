@@ -316,6 +316,22 @@ TEST(MatmulPlan, Bf16PackedBAgainstUnpackedAndNaive) {
     }
 }
 
+// The count the step's tests rely on (step/train_step_test.cc): plans add their primitives when
+// created, running them adds none.
+TEST(MatmulPlan, CountsThePrimitivesItCreatesAndRunCreatesNone) {
+  const int64_t before = onednn_primitives_created();
+  const LinearPlans plans(64, 32, 48);
+  const int64_t created = onednn_primitives_created();
+  EXPECT_GT(created, before);
+  const auto x = random_vector(40 * 32, 70), w = random_vector(48 * 32, 71);
+  const auto b = random_vector(48, 72), d_y = random_vector(40 * 48, 73);
+  std::vector<float> y(40 * 48), d_x(40 * 32), d_w(48 * 32);
+  plans.forward(y.data(), x.data(), w.data(), b.data(), 40);
+  plans.backward_data(d_x.data(), d_y.data(), w.data(), 40);
+  plans.backward_weights(d_w.data(), d_y.data(), x.data(), 40);
+  EXPECT_EQ(onednn_primitives_created(), created);
+}
+
 TEST(MatmulPlan, PrecisionMismatchThrows) {
   if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "CPU lacks AVX512_BF16 / AMX-BF16";
   const MatmulPlan f32(MatmulDesc{.m = 4, .n = 4, .k = 4});

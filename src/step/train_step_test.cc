@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "gemm/matmul_plan.h"
 #include "parallel/bucket_plan.h"
 #include "parallel/communicator.h"
 
@@ -345,10 +346,13 @@ void check_allocates_nothing(const char* config, MatmulPrecision precision = Mat
   r.step.set_observer(&recorder);
   const std::vector<Batch> micro = {random_batch(r.config, {4, 6}, 1),
                                     random_batch(r.config, {7, 2, 5}, 2)};
+  const int64_t primitives_before = onednn_primitives_created();
   r.step.run(0, micro, 1e-3);
   const int64_t before_step = g_allocations.load();
   r.step.run(1, micro, 1e-3);
   const int64_t step_allocations = g_allocations.load() - before_step;
+  // Every oneDNN primitive was created with the model, none in a step (the first included).
+  EXPECT_EQ(onednn_primitives_created(), primitives_before);
 
   // The model's passes alone, on the same micro-batches (their gradients are discarded).
   const ModelParams p = bind_params(r.layout, r.config, r.params.data());
