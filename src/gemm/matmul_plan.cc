@@ -263,15 +263,14 @@ MatmulPlan::MatmulPlan(const MatmulDesc& desc) : desc_(desc), impl_(std::make_un
   // i.e. backward-weights (top of the file).
   const bool ladder_cannot = (d.varying == VaryingDim::m && d.a_transposed) ||
                              (d.varying == VaryingDim::k && (!d.a_transposed || d.b_transposed));
-  const bool large_weights_gradient =
-      d.varying == VaryingDim::k && std::min(d.m, d.n) >= kSgemmWeightsMinDim;
   if (d.precision == MatmulPrecision::bf16) {
     CPUFT_CHECK(!ladder_cannot, "bf16 matmul: the varying dimension may not be the contiguous one ",
                 "of a stored input (no bf16 gemm function to fall back on)");
   } else {
     im.use_sgemm = ladder_cannot ||
                    (d.varying == VaryingDim::m && !d.b_transposed && !d.bias) ||  // backward-data
-                   large_weights_gradient;
+                   (d.varying == VaryingDim::k &&
+                    std::min(d.m, d.n) >= kSgemmWeightsMinDim);  // large backward-weights
   }
   if (im.use_sgemm) return;
 
