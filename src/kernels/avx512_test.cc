@@ -397,6 +397,38 @@ TEST_F(Avx512VsReference, AdamW) {
   }
 }
 
+// adamw_update_sparse: bit-identical to the reference on tables of touched and untouched rows, and
+// touched rows with untouched elements (vectors of both kinds of lanes).
+TEST_F(Avx512VsReference, AdamWSparse) {
+  for (const int64_t width : {1, 15, 16, 17, 384}) {
+    const int64_t rows = 40, n = rows * width;
+    FVec w_r = random_normal<float>(rng, n, 0, 0.05), w_s = w_r;
+    FVec m_r(n, 0.0f), v_r(n, 0.0f), m_s(n, 0.0f), v_s(n, 0.0f);
+    std::vector<bf16> b_r(n), b_s(n);
+    for (int t = 1; t <= 3; ++t) {
+      AdamWStep step;
+      step.lr = 2e-5f;
+      step.weight_decay = t == 2 ? 0.0f : 0.01f;
+      step.bias_correction1 = 1 - std::pow(step.beta1, static_cast<float>(t));
+      step.bias_correction2 = 1 - std::pow(step.beta2, static_cast<float>(t));
+      FVec g = random_normal<float>(rng, n, 0, 1e-3);
+      for (int64_t r = 0; r < rows; ++r)  // every third row touched at this step
+        if ((r + t) % 3 != 0) std::fill(g.begin() + r * width, g.begin() + (r + 1) * width, 0.0f);
+      for (int64_t i = 0; i < n; i += 7) g[i] = 0.0f;  // and never some elements of the others
+      FVec g_r = g, g_s = g;
+      ref.adamw_update_sparse(w_r.data(), m_r.data(), v_r.data(), g_r.data(), b_r.data(), step, n);
+      simd().adamw_update_sparse(w_s.data(), m_s.data(), v_s.data(), g_s.data(), b_s.data(), step,
+                                 n);
+      expect_bitwise_equal(g_s, g_r, "g " + std::to_string(width));
+    }
+    expect_bitwise_equal(w_s, w_r, "w " + std::to_string(width));
+    expect_bitwise_equal(m_s, m_r, "m " + std::to_string(width));
+    expect_bitwise_equal(v_s, v_r, "v " + std::to_string(width));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(b_s[i].bits, b_r[i].bits) << width << " [" << i << "]";
+  }
+}
+
 TEST_F(Avx512VsReference, SumSquaresAndScale) {
   for (int64_t n : {0, 1, 15, 16, 17, 1000, 200003}) {
     FVec x = random_normal<float>(rng, n);

@@ -43,6 +43,7 @@ constexpr KernelTable kReferenceTable{
     .cross_entropy_forward_backward = &reference::cross_entropy_forward_backward<float>,
     .mse_forward_backward = &reference::mse_forward_backward<float>,
     .adamw_update = &reference::adamw_update<float>,
+    .adamw_update_sparse = &reference::adamw_update_sparse<float>,
     .sum_squares = &reference::sum_squares<float>,
     .scale = &reference::scale<float>,
     .round_to_bf16 = &reference::round_to_bf16,
@@ -69,6 +70,7 @@ constexpr KernelTable kAvx512Table{
     .cross_entropy_forward_backward = &avx512::cross_entropy_forward_backward,
     .mse_forward_backward = &avx512::mse_forward_backward,
     .adamw_update = &avx512::adamw_update,
+    .adamw_update_sparse = &avx512::adamw_update_sparse,
     .sum_squares = &avx512::sum_squares,
     .scale = &avx512::scale,
     .round_to_bf16 = &avx512::round_to_bf16,
@@ -144,6 +146,7 @@ KernelTable timed(const KernelTable& plain) {
   CPUFT_TIME_KERNEL(cross_entropy_forward_backward);
   CPUFT_TIME_KERNEL(mse_forward_backward);
   CPUFT_TIME_KERNEL(adamw_update);
+  CPUFT_TIME_KERNEL(adamw_update_sparse);
   CPUFT_TIME_KERNEL(sum_squares);
   CPUFT_TIME_KERNEL(scale);
   CPUFT_TIME_KERNEL(round_to_bf16);

@@ -114,6 +114,15 @@ struct KernelTable {
   // g = +0 if step.zero_grad, and w_b = round_to_bf16(w) unless w_b is nullptr.
   void (*adamw_update)(float* w, float* m, float* v, float* g, bf16* w_b, const AdamWStep& step,
                        int64_t n);
+  // The same update of a tensor most of whose elements no step has touched (the word table): an
+  // element whose g is +-0 and whose m and v are all-zero bits would come out of the update with
+  // m = v = +0 and w only decayed, so only that is done: w = w - (lr * wd) * w and its bf16 copy,
+  // nothing at all without weight decay (its g, m and v are not written; mostly not even w). The
+  // other elements get adamw_update's arithmetic. The same values as adamw_update; the one
+  // difference in bits: without weight decay an untouched weight of -0 stays -0 (as torch's update
+  // keeps it) where adamw_update's w - 0 * w returns +0. step.zero_grad must be false.
+  void (*adamw_update_sparse)(float* w, float* m, float* v, float* g, bf16* w_b,
+                              const AdamWStep& step, int64_t n);
   // sum(x^2) in double accumulation (gradient clipping's norm).
   double (*sum_squares)(const float* x, int64_t n);
   // x *= s.

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -429,6 +430,61 @@ TEST(Fused, AdamWPassEqualsScaleUpdateRoundAndZeroInTurn) {
       expect_bitwise_equal(v2, v1, "v " + what);
       expect_bitwise_equal(g2, g1, "g " + what);
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(b2[i].bits, b1[i].bits) << what << " [" << i << "]";
+    }
+}
+
+// adamw_update_sparse against adamw_update over a table, in every table, with and without
+// weight decay, over three steps: rows touched at every step, at the first only (their moments
+// keep decaying), from the third on, and never (one holding a -0 gradient element, one a -0
+// weight). The same bits everywhere but at the -0 weight, which without weight decay stays -0 in
+// the sparse update (it is left out) and comes back +0 from the whole update; with weight decay
+// both decay it to +0.
+TEST(AdamWSparse, TheWholeUpdateWhereTouchedTheDecayWhereNot) {
+  std::mt19937 rng(23);
+  for (const KernelTable* t : tables())
+    for (const int64_t width : {5, 16, 40}) {
+      const int64_t rows = 9, n = rows * width;
+      const FVec w0 = random_normal<float>(rng, n, 0, 0.05);
+      const FVec g0 = random_normal<float>(rng, n, 0, 1e-3);
+      auto touched = [](int64_t r, int step) {
+        return r == 2 || r == 7 || (r == 0 && step == 0) || (r == 5 && step >= 2);
+      };
+      for (const float weight_decay : {0.0f, 0.01f}) {
+        const std::string what = std::string(t->isa) + " width " + std::to_string(width) + " wd " +
+                                 std::to_string(weight_decay);
+        FVec w1 = w0, w2 = w0, m1(n, 0.0f), m2(n, 0.0f), v1(n, 0.0f), v2(n, 0.0f);
+        const int64_t minus_zero = 3 * width + 1;
+        w1[minus_zero] = w2[minus_zero] = -0.0f;
+        // The copies start as the rounding of the weights (Bf16Weights): an untouched row's stays.
+        std::vector<bf16> b1(n), b2(n);
+        for (int64_t i = 0; i < n; ++i) b1[i] = b2[i] = round_to_bf16(w1[i]);
+        for (int step = 1; step <= 3; ++step) {
+          AdamWStep s;
+          s.lr = 1e-3f;
+          s.weight_decay = weight_decay;
+          s.bias_correction1 = 1 - std::pow(s.beta1, static_cast<float>(step));
+          s.bias_correction2 = 1 - std::pow(s.beta2, static_cast<float>(step));
+          s.grad_scale = step == 2 ? 0.5f : 1.0f;
+          FVec g(n, 0.0f);
+          for (int64_t i = 0; i < n; ++i)
+            if (touched(i / width, step - 1)) g[i] = g0[i];
+          g[4 * width] = -0.0f;
+          FVec g1 = g, g2 = g;
+          t->adamw_update(w1.data(), m1.data(), v1.data(), g1.data(), b1.data(), s, n);
+          t->adamw_update_sparse(w2.data(), m2.data(), v2.data(), g2.data(), b2.data(), s, n);
+          expect_bitwise_equal(m2, m1, "m " + what);
+          expect_bitwise_equal(v2, v1, "v " + what);
+          expect_bitwise_equal(g2, g1, "g " + what);
+          for (int64_t i = 0; i < n; ++i) {
+            if (i == minus_zero) continue;
+            ASSERT_EQ(std::bit_cast<uint32_t>(w2[i]), std::bit_cast<uint32_t>(w1[i]))
+                << what << " step " << step << " [" << i << "]";
+            ASSERT_EQ(b2[i].bits, b1[i].bits) << what << " [" << i << "]";
+          }
+          EXPECT_EQ(std::signbit(w2[minus_zero]), weight_decay == 0.0f) << what;
+          EXPECT_FALSE(std::signbit(w1[minus_zero])) << what;
+        }
+      }
     }
 }
 

@@ -35,12 +35,20 @@ void AdamW::step(float* params, float* grads, double lr, const UpdatePass& pass)
   s.grad_scale = pass.grad_scale;
   const KernelTable& k = kernels();
   const std::vector<ParamSpec>& specs = layout_.specs();
+  const MostlyZeroRows& rows = pass.sparse_rows;
   for (size_t i = 0; i < specs.size(); ++i) {
     const ParamSpec& spec = specs[i];
     s.weight_decay = spec.decays ? static_cast<float>(options_.weight_decay) : 0.0f;
     s.zero_grad = pass.zeroes(i);
-    k.adamw_update(params + spec.offset, m_.data() + spec.offset, v_.data() + spec.offset,
-                   grads + spec.offset, pass.copy_of(i), s, spec.numel);
+    const bool table = rows.rows > 0 && spec.offset == rows.begin &&
+                       spec.numel == rows.rows * rows.width && !s.zero_grad;
+    if (table) {  // only the elements a step has touched are updated, the others only decayed
+      k.adamw_update_sparse(params + spec.offset, m_.data() + spec.offset, v_.data() + spec.offset,
+                            grads + spec.offset, pass.copy_of(i), s, spec.numel);
+    } else {
+      k.adamw_update(params + spec.offset, m_.data() + spec.offset, v_.data() + spec.offset,
+                     grads + spec.offset, pass.copy_of(i), s, spec.numel);
+    }
   }
 }
 

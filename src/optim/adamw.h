@@ -37,12 +37,6 @@ class AdamW final : public Optimizer {
   AlignedBuffer<float> m_, v_;
 };
 
-// Rows [begin, begin + rows x width) of a gradient buffer that are mostly exactly zero (the word
-// table's: a step writes the rows of its tokens). rows == 0: none.
-struct MostlyZeroRows {
-  int64_t begin = 0, rows = 0, width = 0;
-};
-
 // Global L2 norm of all gradients; when above max_norm (> 0) scales them by
 // max_norm / (norm + 1e-6) as torch.nn.utils.clip_grad_norm_ does. Returns the norm before
 // clipping. In `zero_rows` only rows with a nonzero are scaled: an all-zero row scales to itself

@@ -303,8 +303,10 @@ TEST(Optimizer, UpdatePassEqualsTheSeparatePasses) {
     std::vector<float> p1 = params0, p2 = params0;
     for (int step = 0; step < 2; ++step) {
       std::vector<float> g1 = grads0, g2 = grads0;
-      one->step(p1.data(), g1.data(), 1e-2,
-                UpdatePass{.grad_scale = coef, .bf16_copy = copy_of, .zero_grad = zeroes});
+      one->step(
+          p1.data(), g1.data(), 1e-2,
+          UpdatePass{
+              .grad_scale = coef, .bf16_copy = copy_of, .zero_grad = zeroes, .sparse_rows = {}});
       for (float& g : g2) g *= coef;
       separate->step(p2.data(), g2.data(), 1e-2, {});
       EXPECT_EQ(p1, p2) << name << " step " << step;
@@ -319,6 +321,87 @@ TEST(Optimizer, UpdatePassEqualsTheSeparatePasses) {
           }
         }
       }
+    }
+  }
+}
+
+// UpdatePass::sparse_rows (the word table): AdamW updates the rows a step touched as the whole
+// tensor's update does and only decays the others (gradient +-0, moments +0).
+// Over four steps a row touched once must keep being updated (its moments decay), a row first
+// touched at step 3 must start then, and never-touched rows must be left out: one of those holds
+// a weight of -0, which the whole-tensor kernel turns into +0 (w - 0 * w) and a left-out row keeps
+// (as torch's update does). With weight decay the untouched rows are decayed: the same bits.
+TEST(AdamW, SparseRowsLeaveOutOnlyRowsTheUpdateWouldNotChange) {
+  const ModelConfig config = parse_model_config(kTinyConfig, "tiny.json");
+  const ParamLayout layout(config);
+  const size_t n = static_cast<size_t>(layout.total_floats());
+  const ParamSpec* table = nullptr;
+  size_t table_index = 0;
+  for (size_t s = 0; s < layout.specs().size(); ++s)
+    if (layout.specs()[s].name.find("word_embeddings") != std::string::npos) {
+      table = &layout.specs()[s];
+      table_index = s;
+    }
+  ASSERT_NE(table, nullptr);
+  ASSERT_EQ(table->shape.size(), 2u);
+  const int64_t rows = table->shape[0], width = table->shape[1];
+  ASSERT_GE(rows, 8);
+  const MostlyZeroRows sparse{table->offset, rows, width};
+  // Row 1: touched at step 0 only; row 4: from step 2 on; rows 2 and 6 at every step; the rest
+  // never (row 5 holds the -0 weight and a -0 gradient element).
+  auto touched = [](int64_t row, int step) {
+    return row == 2 || row == 6 || (row == 1 && step == 0) || (row == 4 && step >= 2);
+  };
+  std::vector<float> params0(n);
+  for (size_t i = 0; i < n; ++i)
+    params0[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
+  const auto at = [&](int64_t row, int64_t col) {
+    return static_cast<size_t>(table->offset + row * width + col);
+  };
+  params0[at(5, 3)] = -0.0f;
+  for (const double weight_decay : {0.0, 0.01}) {
+    // Only the table decays here when weight_decay > 0 matters: every decaying tensor gets it.
+    AdamW whole(layout, AdamWOptions{.weight_decay = weight_decay});
+    AdamW by_rows(layout, AdamWOptions{.weight_decay = weight_decay});
+    std::vector<float> p1 = params0, p2 = params0;
+    // The copies start as the rounding of the weights, as Bf16Weights' do: a left-out row's stays.
+    std::vector<bf16> c1(n), c2(n);
+    for (size_t i = 0; i < n; ++i) c1[i] = c2[i] = round_to_bf16(params0[i]);
+    std::vector<bf16*> copy1(layout.specs().size(), nullptr), copy2 = copy1;
+    copy1[table_index] = c1.data() + table->offset;
+    copy2[table_index] = c2.data() + table->offset;
+    for (int step = 0; step < 4; ++step) {
+      std::vector<float> g(n, 0.0f);
+      for (size_t i = 0; i < n; ++i) {
+        const auto idx = static_cast<int64_t>(i);
+        const bool in_table = idx >= table->offset && idx < table->offset + table->numel;
+        if (!in_table || touched((idx - table->offset) / width, step))
+          g[i] = static_cast<float>(0.01 * std::cos(0.11 * static_cast<double>(i) + step));
+      }
+      g[at(5, 1)] = -0.0f;
+      std::vector<float> g2 = g;
+      whole.step(
+          p1.data(), g.data(), 1e-2,
+          UpdatePass{.grad_scale = 1, .bf16_copy = copy1, .zero_grad = {}, .sparse_rows = {}});
+      by_rows.step(
+          p2.data(), g2.data(), 1e-2,
+          UpdatePass{.grad_scale = 1, .bf16_copy = copy2, .zero_grad = {}, .sparse_rows = sparse});
+      for (size_t i = 0; i < n; ++i) {
+        if (i == at(5, 3)) continue;
+        ASSERT_EQ(p2[i], p1[i]) << "weight decay " << weight_decay << " step " << step << " at "
+                                << i;
+        ASSERT_EQ(by_rows.exp_avg()[i], whole.exp_avg()[i]) << i;
+        ASSERT_EQ(by_rows.exp_avg_sq()[i], whole.exp_avg_sq()[i]) << i;
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < width; ++c) {
+          const size_t i = at(r, c);
+          if (i == at(5, 3)) continue;
+          ASSERT_EQ(c2[i].bits, c1[i].bits) << "row " << r;
+        }
+      EXPECT_TRUE(std::signbit(p2[at(5, 3)]) == (weight_decay == 0))
+          << "a never-touched row is left out only without weight decay";
+      EXPECT_FALSE(std::signbit(p1[at(5, 3)])) << "the whole tensor's update returns +0";
     }
   }
 }

@@ -184,7 +184,8 @@ StepResult TrainStep::run(int64_t step, std::span<const Batch> micro_batches, do
     // next step's accumulation; the word table's gradient is zeroed by rows and pages after it.
     UpdatePass pass{.grad_scale = clip_coefficient(result.grad_norm, options_.max_grad_norm),
                     .bf16_copy = bf16_copy_,
-                    .zero_grad = zero_in_pass_};
+                    .zero_grad = zero_in_pass_,
+                    .sparse_rows = {word_rows_.begin, word_rows_.rows, word_rows_.width}};
     if (observer_) {  // it sees the clipped gradients: scaled here, the pass reads them as they are
       scale_gradients(grads_.data(), n, pass.grad_scale,
                       MostlyZeroRows{word_rows_.begin, word_rows_.rows, word_rows_.width});

@@ -39,4 +39,21 @@ void adamw_update(T* w, T* m, T* v, T* g, bf16* w_b, const AdamWStep& step, int6
   }
 }
 
+// KernelTable::adamw_update_sparse: an element whose g is +-0 and whose m and v are all-zero bits
+// is only decayed (left as it is without weight decay), the others updated as above.
+template <typename T>
+void adamw_update_sparse(T* w, T* m, T* v, T* g, bf16* w_b, const AdamWStep& step, int64_t n) {
+  const T lr_wd = static_cast<T>(step.lr) * static_cast<T>(step.weight_decay);
+  for (int64_t i = 0; i < n; ++i) {
+    const bool untouched =
+        g[i] == T(0) && m[i] == T(0) && !std::signbit(m[i]) && v[i] == T(0) && !std::signbit(v[i]);
+    if (!untouched) {
+      adamw_update(w + i, m + i, v + i, g + i, w_b == nullptr ? nullptr : w_b + i, step, 1);
+    } else if (step.weight_decay != 0.0f) {
+      w[i] = w[i] - lr_wd * w[i];
+      if (w_b != nullptr) w_b[i] = cpuft::round_to_bf16(static_cast<float>(w[i]));
+    }
+  }
+}
+
 }  // namespace cpuft::reference
