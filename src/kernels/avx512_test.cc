@@ -397,18 +397,27 @@ TEST_F(Avx512VsReference, AdamW) {
   }
 }
 
-// adamw_update_sparse: bit-identical to the reference on tables of touched and untouched rows, and
-// touched rows with untouched elements (vectors of both kinds of lanes).
+// adamw_update_sparse: bit-identical to the reference on tables of touched and untouched rows,
+// touched rows with untouched elements (vectors of both kinds of lanes), elements whose g is 0 but
+// whose m is -0 or whose v is -0 or nonzero (touched), and with the gradient zeroed at the last
+// step.
 TEST_F(Avx512VsReference, AdamWSparse) {
   for (const int64_t width : {1, 15, 16, 17, 384}) {
     const int64_t rows = 40, n = rows * width;
     FVec w_r = random_normal<float>(rng, n, 0, 0.05), w_s = w_r;
     FVec m_r(n, 0.0f), v_r(n, 0.0f), m_s(n, 0.0f), v_s(n, 0.0f);
+    // Moments that make an element touched although its g is 0: m = -0, v = -0, v alone nonzero.
+    for (int64_t i = 2; i < n; i += 11) {
+      (i % 3 == 0 ? m_r : v_r)[static_cast<size_t>(i)] = i % 2 == 0 ? -0.0f : 1e-7f;
+      m_s[static_cast<size_t>(i)] = m_r[static_cast<size_t>(i)];
+      v_s[static_cast<size_t>(i)] = v_r[static_cast<size_t>(i)];
+    }
     std::vector<bf16> b_r(n), b_s(n);
     for (int t = 1; t <= 3; ++t) {
       AdamWStep step;
       step.lr = 2e-5f;
       step.weight_decay = t == 2 ? 0.0f : 0.01f;
+      step.zero_grad = t == 3;
       step.bias_correction1 = 1 - std::pow(step.beta1, static_cast<float>(t));
       step.bias_correction2 = 1 - std::pow(step.beta2, static_cast<float>(t));
       FVec g = random_normal<float>(rng, n, 0, 1e-3);

@@ -118,9 +118,12 @@ struct KernelTable {
   // element whose g is +-0 and whose m and v are all-zero bits would come out of the update with
   // m = v = +0 and w only decayed, so only that is done: w = w - (lr * wd) * w and its bf16 copy,
   // nothing at all without weight decay (its g, m and v are not written; mostly not even w). The
-  // other elements get adamw_update's arithmetic. The same values as adamw_update; the one
-  // difference in bits: without weight decay an untouched weight of -0 stays -0 (as torch's update
-  // keeps it) where adamw_update's w - 0 * w returns +0. step.zero_grad must be false.
+  // other elements get adamw_update's arithmetic (and with step.zero_grad their g is set to +0;
+  // an untouched g is +-0 already and stays as it is). The same values as adamw_update for finite
+  // weights, a finite grad_scale and eps > 0 (a training step's case); without weight decay an
+  // untouched weight keeps its bits where adamw_update's w - 0 * w changes them: -0 stays -0 (as
+  // torch's update keeps it; adamw_update returns +0), and an infinity, a signalling NaN or, with
+  // denormals treated as zero, a denormal stay as they are.
   void (*adamw_update_sparse)(float* w, float* m, float* v, float* g, bf16* w_b,
                               const AdamWStep& step, int64_t n);
   // sum(x^2) in double accumulation (gradient clipping's norm).

@@ -104,6 +104,7 @@ void adamw_update_sparse(float* w, float* m, float* v, float* g, bf16* w_b, cons
     const __m512 w_new = _mm512_mask_blend_ps(touched, decays ? w_decayed : w_old, updated);
     const __mmask16 written = decays ? mk : touched;
     _mm512_mask_storeu_ps(w + i, written, w_new);
+    if (c.zero_grad) _mm512_mask_storeu_ps(g + i, touched, _mm512_setzero_ps());
     _mm512_mask_storeu_ps(m + i, touched, mv);
     _mm512_mask_storeu_ps(v + i, touched, vv);
     if (w_bits != nullptr) _mm256_mask_storeu_epi16(w_bits + i, written, bf16_bits_ps(w_new));

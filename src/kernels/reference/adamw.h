@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "core/bf16.h"
 #include "kernels/kernels.h"
@@ -44,9 +45,16 @@ void adamw_update(T* w, T* m, T* v, T* g, bf16* w_b, const AdamWStep& step, int6
 template <typename T>
 void adamw_update_sparse(T* w, T* m, T* v, T* g, bf16* w_b, const AdamWStep& step, int64_t n) {
   const T lr_wd = static_cast<T>(step.lr) * static_cast<T>(step.weight_decay);
+  // By the bits, as the AVX-512 twin decides (a float comparison would take a denormal m for 0
+  // where the CPU treats denormals as zero): g +-0, m and v +0.
+  auto bits = [](T x) {
+    const float f = static_cast<float>(x);
+    uint32_t b;
+    std::memcpy(&b, &f, sizeof b);
+    return b;
+  };
   for (int64_t i = 0; i < n; ++i) {
-    const bool untouched =
-        g[i] == T(0) && m[i] == T(0) && !std::signbit(m[i]) && v[i] == T(0) && !std::signbit(v[i]);
+    const bool untouched = (bits(g[i]) & 0x7fffffffu) == 0 && bits(m[i]) == 0 && bits(v[i]) == 0;
     if (!untouched) {
       adamw_update(w + i, m + i, v + i, g + i, w_b == nullptr ? nullptr : w_b + i, step, 1);
     } else if (step.weight_decay != 0.0f) {
