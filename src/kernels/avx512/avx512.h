@@ -41,8 +41,8 @@ float mse_forward_backward(float* d_pred, const float* pred, const float* target
                            int64_t N);
 void adamw_update(float* w, float* m, float* v, float* g, bf16* w_b, const AdamWStep& step,
                   int64_t n);
-void adamw_update_sparse(float* w, float* m, float* v, float* g, bf16* w_b,
-                         const AdamWStep& step, int64_t n);
+void adamw_update_sparse(float* w, float* m, float* v, float* g, bf16* w_b, const AdamWStep& step,
+                         int64_t n);
 double sum_squares(const float* x, int64_t n);
 void scale(float* x, float s, int64_t n);
 void round_to_bf16(bf16* y, const float* x, int64_t n);
