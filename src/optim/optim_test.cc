@@ -360,7 +360,7 @@ TEST(AdamW, SparseRowsLeaveOutOnlyRowsTheUpdateWouldNotChange) {
   };
   params0[at(5, 3)] = -0.0f;
   for (const double weight_decay : {0.0, 0.01}) {
-    // Only the table decays here when weight_decay > 0 matters: every decaying tensor gets it.
+    // With weight decay every decaying tensor gets it; the table is what the two passes differ on.
     AdamW whole(layout, AdamWOptions{.weight_decay = weight_decay});
     AdamW by_rows(layout, AdamWOptions{.weight_decay = weight_decay});
     std::vector<float> p1 = params0, p2 = params0;

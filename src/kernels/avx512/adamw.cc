@@ -22,22 +22,31 @@ struct AdamWVectors {
         grad_scale(_mm512_set1_ps(step.grad_scale)),
         zero_grad(step.zero_grad) {}
 
+  // The update of loaded lanes: w decayed, then the step; m and v as updated. One sequence of
+  // operations for both kernels, so the sparse one's touched lanes are adamw_update's bits.
+  struct Lanes {
+    __m512 w_decayed, w, m, v;
+  };
+  Lanes step(__m512 w, __m512 m, __m512 v, __m512 g) const {
+    const __m512 gv = _mm512_mul_ps(g, grad_scale);
+    Lanes out;
+    out.w_decayed = _mm512_sub_ps(w, _mm512_mul_ps(lr_wd, w));
+    out.m = _mm512_add_ps(_mm512_mul_ps(b1, m), _mm512_mul_ps(one_minus_b1, gv));
+    out.v = _mm512_add_ps(_mm512_mul_ps(b2, v), _mm512_mul_ps(_mm512_mul_ps(one_minus_b2, gv), gv));
+    const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(out.v), bc2_sqrt), eps);
+    out.w = _mm512_sub_ps(out.w_decayed, _mm512_div_ps(_mm512_mul_ps(step_size, out.m), denom));
+    return out;
+  }
+
   void update(float* w, float* m, float* v, float* g, uint16_t* w_bits, int64_t i,
               __mmask16 mk) const {
-    __m512 wv = _mm512_maskz_loadu_ps(mk, w + i);
-    __m512 mv = _mm512_maskz_loadu_ps(mk, m + i);
-    __m512 vv = _mm512_maskz_loadu_ps(mk, v + i);
-    const __m512 gv = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, g + i), grad_scale);
+    const Lanes u = step(_mm512_maskz_loadu_ps(mk, w + i), _mm512_maskz_loadu_ps(mk, m + i),
+                         _mm512_maskz_loadu_ps(mk, v + i), _mm512_maskz_loadu_ps(mk, g + i));
     if (zero_grad) _mm512_mask_storeu_ps(g + i, mk, _mm512_setzero_ps());
-    wv = _mm512_sub_ps(wv, _mm512_mul_ps(lr_wd, wv));
-    mv = _mm512_add_ps(_mm512_mul_ps(b1, mv), _mm512_mul_ps(one_minus_b1, gv));
-    vv = _mm512_add_ps(_mm512_mul_ps(b2, vv), _mm512_mul_ps(_mm512_mul_ps(one_minus_b2, gv), gv));
-    const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vv), bc2_sqrt), eps);
-    wv = _mm512_sub_ps(wv, _mm512_div_ps(_mm512_mul_ps(step_size, mv), denom));
-    _mm512_mask_storeu_ps(w + i, mk, wv);
-    _mm512_mask_storeu_ps(m + i, mk, mv);
-    _mm512_mask_storeu_ps(v + i, mk, vv);
-    if (w_bits != nullptr) _mm256_mask_storeu_epi16(w_bits + i, mk, bf16_bits_ps(wv));
+    _mm512_mask_storeu_ps(w + i, mk, u.w);
+    _mm512_mask_storeu_ps(m + i, mk, u.m);
+    _mm512_mask_storeu_ps(v + i, mk, u.v);
+    if (w_bits != nullptr) _mm256_mask_storeu_epi16(w_bits + i, mk, bf16_bits_ps(u.w));
   }
 
   // The weight decay alone: the update of lanes whose g is +-0 and whose m and v are +0.
@@ -92,21 +101,14 @@ void adamw_update_sparse(float* w, float* m, float* v, float* g, bf16* w_b, cons
       continue;
     }
     const __m512 w_old = _mm512_maskz_loadu_ps(mk, w + i);
-    const __m512 gv = _mm512_mul_ps(_mm512_castsi512_ps(g_bits), c.grad_scale);
-    const __m512 w_decayed = _mm512_sub_ps(w_old, _mm512_mul_ps(c.lr_wd, w_old));
-    const __m512 mv = _mm512_add_ps(_mm512_mul_ps(c.b1, _mm512_castsi512_ps(m_bits)),
-                                    _mm512_mul_ps(c.one_minus_b1, gv));
-    const __m512 vv = _mm512_add_ps(_mm512_mul_ps(c.b2, _mm512_castsi512_ps(v_bits)),
-                                    _mm512_mul_ps(_mm512_mul_ps(c.one_minus_b2, gv), gv));
-    const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vv), c.bc2_sqrt), c.eps);
-    const __m512 updated =
-        _mm512_sub_ps(w_decayed, _mm512_div_ps(_mm512_mul_ps(c.step_size, mv), denom));
-    const __m512 w_new = _mm512_mask_blend_ps(touched, decays ? w_decayed : w_old, updated);
+    const AdamWVectors::Lanes u = c.step(w_old, _mm512_castsi512_ps(m_bits),
+                                         _mm512_castsi512_ps(v_bits), _mm512_castsi512_ps(g_bits));
+    const __m512 w_new = _mm512_mask_blend_ps(touched, decays ? u.w_decayed : w_old, u.w);
     const __mmask16 written = decays ? mk : touched;
     _mm512_mask_storeu_ps(w + i, written, w_new);
     if (c.zero_grad) _mm512_mask_storeu_ps(g + i, touched, _mm512_setzero_ps());
-    _mm512_mask_storeu_ps(m + i, touched, mv);
-    _mm512_mask_storeu_ps(v + i, touched, vv);
+    _mm512_mask_storeu_ps(m + i, touched, u.m);
+    _mm512_mask_storeu_ps(v + i, touched, u.v);
     if (w_bits != nullptr) _mm256_mask_storeu_epi16(w_bits + i, written, bf16_bits_ps(w_new));
   }
 }
