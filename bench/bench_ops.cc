@@ -5,11 +5,11 @@
 // outputs; a mismatch aborts, so a fast wrong kernel cannot produce a figure.
 //   usage: cpuft_bench_ops [min_reps=7]     (threads: OMP_NUM_THREADS)
 //          cpuft_bench_ops --bf16-packing [min_reps=7]
-// The second form times the bf16 forward and backward-data products of BERT-base's linears at a
-// packed MRPC batch's 1730 tokens with B packed once per run (MatmulDesc::pack_b) against B read
-// as stored, each call after 256 MiB of other memory was touched (in the step the weights come
-// from memory, not cache). Both are validated; they may differ in the last bits (oneDNN may split
-// a long K differently for the two layouts).
+// The second form times the bf16 forward and backward-data products of BERT-base's and MiniLM's
+// linears at a packed MRPC batch's 1730 tokens with B packed once per run (MatmulDesc::pack_b)
+// against B read as stored, each call after 256 MiB of other memory was touched (in the step the
+// weights come from memory, not cache). Both are validated; they may differ in the last bits
+// (oneDNN may split a long K differently for the two layouts).
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/resource.h>
@@ -142,13 +142,15 @@ int bf16_packing_table(int reps) {
     const char* name;
     int64_t in, out;
   };
-  const Linear linears[] = {
-      {"qkv", 768, 2304}, {"attn_out", 768, 768}, {"ffn_up", 768, 3072}, {"ffn_down", 3072, 768}};
+  const Linear linears[] = {{"qkv", 768, 2304},         {"attn_out", 768, 768},
+                            {"ffn_up", 768, 3072},      {"ffn_down", 3072, 768},
+                            {"mini qkv", 384, 1152},    {"mini attn_out", 384, 384},
+                            {"mini ffn_up", 384, 1536}, {"mini ffn_down", 1536, 384}};
   std::printf(
       "bf16, %d OpenMP threads, T = %ld tokens, caches evicted before each call, median\n"
       "of >= %d interleaved runs: ms (GFLOP/s)\n",
       omp_get_max_threads(), long(kTokens), reps);
-  std::printf("%-9s %-9s %20s %20s\n", "linear", "pass", "B as stored", "B packed per run");
+  std::printf("%-13s %-9s %20s %20s\n", "linear", "pass", "B as stored", "B packed per run");
   auto rounded = [](int64_t n, uint32_t seed) {
     std::vector<float> v(n);
     fill(v, seed);
@@ -180,7 +182,7 @@ int bf16_packing_table(int reps) {
       d.pack_b = true;
       const cpuft::MatmulPlan packed(d);
       if (!packed.packs_b()) {
-        std::printf("%-9s %-9s oneDNN keeps B as stored here (%s): nothing to compare\n", l.name,
+        std::printf("%-13s %-9s oneDNN keeps B as stored here (%s): nothing to compare\n", l.name,
                     fwd ? "fwd" : "bwd_data", packed.implementation().c_str());
         continue;
       }
@@ -200,7 +202,7 @@ int bf16_packing_table(int reps) {
                Gemm{fwd ? "fwd" : "bwd_data", kTokens, d.n, d.k, false, fwd, 0.0f});
       const auto med = median_times({run_plain, run_packed}, reps, evict_caches);
       const double flop = 2.0 * double(kTokens) * double(d.n) * double(d.k);
-      std::printf("%-9s %-9s", l.name, fwd ? "fwd" : "bwd_data");
+      std::printf("%-13s %-9s", l.name, fwd ? "fwd" : "bwd_data");
       for (double t : med) std::printf(" %9.2f (%7.1f)", t * 1e3, flop / t * 1e-9);
       std::printf("\n");
       std::fflush(stdout);

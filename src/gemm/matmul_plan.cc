@@ -37,10 +37,13 @@
 // included (`cpuft_bench_ops --bf16-packing`, docs/performance.md): BERT-base's backward-data
 // products 10-26% faster for three of the four linears (5 runs), the square attn_out's 4-9% slower
 // in four runs and 16% faster in one; of the forward products only ffn_down's, whose K (3072) is 4x
-// its N, gains in every run (11-18%), qkv's and attn_out's go either way. So LinearPlans packs W
-// for backward-data, and for forward where in_features > out_features. Not always the unpacked
-// product's bits: for K of 2304 and more oneDNN sums the unpacked product's K in other chunks (both
-// are exact products summed in fp32; the tests hold both to the same tolerance).
+// its N, gains in every run (11-18%), qkv's and attn_out's go either way. Without AMX (a Zen 5,
+// avx512_core_bf16 kernels, the same bench) packing made the sum of BERT-base's four forward
+// products 1-11% faster in each of 6 runs (qkv's and ffn_up's in every run), and MiniLM's 0-8%
+// faster in 3. So LinearPlans packs W for backward-data, and for forward
+// where in_features > out_features or the CPU has no AMX (forward_packs_weights). Not always the
+// unpacked product's bits: for K of 2304 and more oneDNN sums the unpacked product's K in other
+// chunks (both are exact products summed in fp32; the tests hold both to the same tolerance).
 //
 // When K varies (backward-weights: a sum over the batch's tokens) every piece reads and writes all
 // of C, so the greedy split's small tail pieces (1750 = 1536 + 192 + 16 + 4 + 2) each cost a pass
@@ -425,6 +428,16 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
   }
 }
 
+namespace {
+
+// Whether a bf16 forward product packs W once per run (the top of the file says where it pays).
+bool forward_packs_weights(int64_t in_features, int64_t out_features) {
+  __builtin_cpu_init();
+  return in_features > out_features || !__builtin_cpu_supports("amx-bf16");
+}
+
+}  // namespace
+
 LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_features,
                          MatmulPrecision precision, const std::string& name, bool with_bias)
     : fwd(MatmulDesc{.m = max_rows,
@@ -434,7 +447,7 @@ LinearPlans::LinearPlans(int64_t max_rows, int64_t in_features, int64_t out_feat
                      .bias = with_bias,
                      .varying = VaryingDim::m,
                      .precision = precision,
-                     .pack_b = in_features > out_features}),
+                     .pack_b = forward_packs_weights(in_features, out_features)}),
       bwd_data(MatmulDesc{.m = max_rows,
                           .n = in_features,
                           .k = out_features,

@@ -87,8 +87,9 @@ struct Operand {
   const bf16* b16 = nullptr;
 };
 
-// The three plans of one nn.Linear(in, out) for up to max_rows tokens; bf16 backward-data, and bf16
-// forward where in > out, pack W once per run (MatmulDesc::pack_b). The fp32-pointer overloads need
+// The three plans of one nn.Linear(in, out) for up to max_rows tokens; bf16 backward-data packs W
+// once per run (MatmulDesc::pack_b), and so does bf16 forward on CPUs without AMX, and on AMX where
+// in > out (matmul_plan.cc says why). The fp32-pointer overloads need
 // fp32 plans; the Operand ones work for both precisions. Under CPUFT_PROFILE=1 each product is a
 // region "<name>.fwd", "<name>.bwd_data", "<name>.bwd_weights".
 struct LinearPlans {

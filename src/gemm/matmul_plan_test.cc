@@ -205,22 +205,28 @@ TEST(MatmulPlan, VaryingKPiecesAndPaddedTailAgainstNaive) {
       }
 }
 
-// Packing is measured on AMX only; on other bf16 CPUs a plan may turn it off (matmul_plan.cc).
 bool cpu_has_amx_bf16() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("amx-bf16");
 }
 
-TEST(LinearPlans, Bf16BackwardDataAndNarrowingForwardPackW) {
+// Where LinearPlans asks for W packed (matmul_plan.cc gives the measurements): backward-data
+// always; forward on AMX only where in > out, without AMX always. On AMX oneDNN takes the packed
+// layout for every rung, so the plans pack; elsewhere a plan may still turn packing off.
+TEST(LinearPlans, Bf16PackingWhereMeasuredFaster) {
   if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "CPU lacks AVX512_BF16 / AMX-BF16";
-  const LinearPlans b16(256, 384, 1536, MatmulPrecision::bf16);
-  const LinearPlans down(256, 1536, 384, MatmulPrecision::bf16);  // in > out: forward packs too
+  const LinearPlans up(256, 384, 1536, MatmulPrecision::bf16);
+  const LinearPlans down(256, 1536, 384, MatmulPrecision::bf16);  // in > out
+  EXPECT_TRUE(up.bwd_data.desc().pack_b);
+  EXPECT_TRUE(down.bwd_data.desc().pack_b);
+  EXPECT_TRUE(down.fwd.desc().pack_b);
+  EXPECT_EQ(up.fwd.desc().pack_b, !cpu_has_amx_bf16());
   if (cpu_has_amx_bf16()) {
-    EXPECT_TRUE(b16.bwd_data.packs_b());
+    EXPECT_TRUE(up.bwd_data.packs_b());
     EXPECT_TRUE(down.bwd_data.packs_b());
     EXPECT_TRUE(down.fwd.packs_b());
+    EXPECT_FALSE(up.fwd.packs_b());
   }
-  EXPECT_FALSE(b16.fwd.packs_b());
   EXPECT_FALSE(LinearPlans(256, 384, 1536).bwd_data.packs_b());  // fp32: dnnl_sgemm
 }
 
@@ -273,8 +279,7 @@ TEST(MatmulPlan, Fp32BackwardWeightsOnGemmJitFromBertBaseSizes) {
 // Plans shaped like forward (B transposed, bias) and backward-data, with pack_b set, pack B at
 // every run: they must read the B of each run (not a copy from an earlier one) and give the
 // product, here (K of one 32-row block or less, padded or not) with the unpacked plan's very bits.
-// On AMX they must pack (on other bf16 CPUs the layout is unmeasured and packing may turn itself
-// off).
+// On AMX they must pack (on other bf16 CPUs packing may turn itself off).
 TEST(MatmulPlan, Bf16PackedBAgainstUnpackedAndNaive) {
   if (!cpu_has_bf16_matmul()) GTEST_SKIP() << "CPU lacks AVX512_BF16 / AMX-BF16";
   const bool amx = cpu_has_amx_bf16();
