@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -300,7 +301,26 @@ TEST_F(Avx512VsReference, Dropout) {
         ref.dropout_backward(dx_r.data(), x.data(), p, key, n);
         simd().dropout_backward(dx_s.data(), x.data(), p, key, n);
         expect_bitwise_equal(dx_s, dx_r, "dropout backward " + what);
+        // The mask read off kept values that hold zeros of both signs, NaN, infinities and
+        // denormals (nonzero here: this test does not set denormals-are-zero).
+        FVec kept = y_r;
+        for (int64_t i = 0; i < n; i += 5) {
+          constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+          constexpr float kInf = std::numeric_limits<float>::infinity();
+          const float specials[] = {0.0f, -0.0f, kNaN, -kNaN, kInf, 1e-40f, -1e-40f};
+          kept[i] = specials[(i / 5) % 7];
+        }
+        ref.dropout_backward_kept(dx_r.data(), x.data(), kept.data(), p, n);
+        simd().dropout_backward_kept(dx_s.data(), x.data(), kept.data(), p, n);
+        expect_bitwise_equal(dx_s, dx_r, "dropout backward from kept values " + what);
       }
+  // p == 0 copies d_y whatever kept holds.
+  const FVec d_y = random_normal<float>(rng, 100), zeros(100, 0.0f);
+  for (const KernelTable* t : {&ref, &simd()}) {
+    FVec d_x(100);
+    t->dropout_backward_kept(d_x.data(), d_y.data(), zeros.data(), 0.0f, 100);
+    expect_bitwise_equal(d_x, d_y, std::string(t->isa) + " dropout backward from kept, p = 0");
+  }
 }
 
 TEST_F(Avx512VsReference, BiasBackward) {

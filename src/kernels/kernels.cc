@@ -39,6 +39,7 @@ constexpr KernelTable kReferenceTable{
     .softmax_backward = &reference::softmax_backward<float>,
     .dropout_forward = &reference::dropout_forward<float>,
     .dropout_backward = &reference::dropout_backward<float>,
+    .dropout_backward_kept = &reference::dropout_backward_kept<float>,
     .bias_backward = &reference::bias_backward<float>,
     .cross_entropy_forward_backward = &reference::cross_entropy_forward_backward<float>,
     .mse_forward_backward = &reference::mse_forward_backward<float>,
@@ -66,6 +67,7 @@ constexpr KernelTable kAvx512Table{
     .softmax_backward = &avx512::softmax_backward,
     .dropout_forward = &avx512::dropout_forward,
     .dropout_backward = &avx512::dropout_backward,
+    .dropout_backward_kept = &avx512::dropout_backward_kept,
     .bias_backward = &avx512::bias_backward,
     .cross_entropy_forward_backward = &avx512::cross_entropy_forward_backward,
     .mse_forward_backward = &avx512::mse_forward_backward,
@@ -142,6 +144,7 @@ KernelTable timed(const KernelTable& plain) {
   CPUFT_TIME_KERNEL(softmax_backward);
   CPUFT_TIME_KERNEL(dropout_forward);
   CPUFT_TIME_KERNEL(dropout_backward);
+  CPUFT_TIME_KERNEL(dropout_backward_kept);
   CPUFT_TIME_KERNEL(bias_backward);
   CPUFT_TIME_KERNEL(cross_entropy_forward_backward);
   CPUFT_TIME_KERNEL(mse_forward_backward);

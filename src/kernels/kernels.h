@@ -94,6 +94,12 @@ struct KernelTable {
   // backward regenerates the same mask from the key. p == 0 is a copy. y may alias x.
   void (*dropout_forward)(float* y, const float* x, float p, RngKey key, int64_t n);
   void (*dropout_backward)(float* d_x, const float* d_y, float p, RngKey key, int64_t n);
+  // dropout_backward without drawing the mask again: d_x[i] = kept[i] != 0 ? d_y[i] / (1 - p) : 0,
+  // `kept` being the forward's output. The same as dropout_backward wherever the forward's input
+  // was nonzero; attention uses it where a zero input (a probability of 0) multiplies its
+  // gradient by 0 anyway. Serial (it runs inside attention's parallel loop); d_x may alias d_y.
+  void (*dropout_backward_kept)(float* d_x, const float* d_y, const float* kept, float p,
+                                int64_t n);
 
   // d_b(C) += sum over rows of d_y(N, C).   (accumulate)
   void (*bias_backward)(float* d_b, const float* d_y, int64_t N, int64_t C);

@@ -234,6 +234,10 @@ TEST(Dropout, MaskFractionScaleAndBackward) {
         ASSERT_EQ(d_x[i] != 0.f, keep) << t->isa << " backward mask differs at " << i;
         ASSERT_EQ(d_x[i], keep ? d_y[i] * scale : 0.f) << t->isa << " i=" << i;
       }
+      // The mask read off the forward's output instead of drawn again: the same, as x is never 0.
+      FVec d_kept(n);
+      t->dropout_backward_kept(d_kept.data(), d_y.data(), y.data(), p, n);
+      expect_bitwise_equal(d_kept, d_x, std::string(t->isa) + " backward from the kept values");
       // Binomial(n, 1-p): standard deviation sqrt(p(1-p)/n) <= 0.0012; allow 5 of them.
       const double frac = static_cast<double>(kept) / n;
       EXPECT_NEAR(frac, 1.0 - p, 5 * std::sqrt(p * (1.0 - p) / n)) << t->isa;
@@ -279,6 +283,14 @@ TEST(InPlace, ElementwiseKernels) {
         [&] {
           FVec b = x;
           t->gelu_backward(b.data(), d_y.data(), b.data(), n);
+          return b;
+        });
+    check(
+        "dropout_backward_kept d_x == d_y",
+        [&](float* o) { t->dropout_backward_kept(o, d_y.data(), x.data(), 0.3f, n); },
+        [&] {
+          FVec b = d_y;
+          t->dropout_backward_kept(b.data(), b.data(), x.data(), 0.3f, n);
           return b;
         });
     check(
@@ -386,6 +398,8 @@ TEST(Accumulation, ParameterGradsAccumulateActivationGradsOverwrite) {
     check_overwrite("dropout_backward", [&](float* d) {
       t->dropout_backward(d, d_y.data(), 0.3f, RngKey{5, 6}, n);
     });
+    check_overwrite("dropout_backward_kept",
+                    [&](float* d) { t->dropout_backward_kept(d, d_y.data(), x.data(), 0.3f, n); });
     const auto labels = random_ids(rng, N, static_cast<int32_t>(D));
     check_overwrite("cross_entropy", [&](float* d) {
       t->cross_entropy_forward_backward(d, x.data(), labels.data(), 1.f, N, D, 0.1f);

@@ -122,9 +122,10 @@ void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, cons
     // undo ctx = P_used V:  d_V = P_used^T d_ctx,  d_P_used = d_ctx V^T
     strided_gemm(true, false, T, Dh, T, 1.0f, p_used, T, d_c, D, 0.0f, d_v, ld_qkv);
     strided_gemm(false, true, T, T, Dh, 1.0f, d_c, D, v, ld_qkv, 0.0f, d_p, T);
-    // undo dropout, then softmax: d_scores = P * (d_P - rowsum(d_P * P))
-    if (dropout_p > 0)
-      k.dropout_backward(d_p, d_p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
+    // undo dropout, then softmax: d_scores = P * (d_P - rowsum(d_P * P)). The mask is read off
+    // P_used (nonzero where kept) instead of drawn once more: where P is 0 it may say "dropped"
+    // for a kept element, whose d_P then only meets P = 0 in softmax_backward.
+    if (dropout_p > 0) k.dropout_backward_kept(d_p, d_p, p_used, dropout_p, T * T);
     k.softmax_backward(d_p, d_p, p, T, T);
     // undo scores = Q K^T * scale:  d_Q = d_S K * scale,  d_K = d_S^T Q * scale
     strided_gemm(false, false, T, Dh, T, scale, d_p, T, kk, ld_qkv, 0.0f, d_q, ld_qkv);
@@ -194,9 +195,9 @@ void first_query_attention_backward(float* d_q, float* d_kv, const float* d_ctx,
     // undo ctx = p_used V:  d_V = p_used^T d_ctx (an outer product),  d_p_used = d_ctx V^T
     strided_gemm(true, false, T, Dh, 1, 1.0f, p_used, T, d_c, D, 0.0f, d_v, ld_kv);
     strided_gemm(false, true, 1, T, Dh, 1.0f, d_c, D, v, ld_kv, 0.0f, d_p, T);
-    // undo dropout, then softmax: d_scores = p * (d_p - sum(d_p * p))
-    if (dropout_p > 0)
-      k.dropout_backward(d_p, d_p, dropout_p, block_key(key, sample_ids, s, H, h), T);
+    // undo dropout (the mask read off p_used, as in attention_backward), then softmax:
+    // d_scores = p * (d_p - sum(d_p * p))
+    if (dropout_p > 0) k.dropout_backward_kept(d_p, d_p, p_used, dropout_p, T);
     k.softmax_backward(d_p, d_p, p, 1, T);
     // undo scores = q K^T * scale:  d_q = d_s K * scale,  d_K = d_s^T q * scale
     strided_gemm(false, false, 1, Dh, T, scale, d_p, T, kk, ld_kv, 0.0f, d_q_row, D);

@@ -134,9 +134,9 @@ void disentangled_attention_backward(float* d_qkv, float* d_pos, const float* d_
       // undo ctx = P_used V:  d_V = P_used^T d_ctx,  d_P_used = d_ctx V^T
       strided_gemm(true, false, T, Dh, T, 1.0f, p_used, T, d_c, D, 0.0f, d_v, ld_qkv);
       strided_gemm(false, true, T, T, Dh, 1.0f, d_c, D, v, ld_qkv, 0.0f, d_p, T);
-      // undo dropout, then softmax: d_scores = P * (d_P - rowsum(d_P * P))
-      if (dropout_p > 0)
-        k.dropout_backward(d_p, d_p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
+      // undo dropout (the mask read off P_used, as in attention_backward), then softmax:
+      // d_scores = P * (d_P - rowsum(d_P * P))
+      if (dropout_p > 0) k.dropout_backward_kept(d_p, d_p, p_used, dropout_p, T * T);
       k.softmax_backward(d_p, d_p, p, T, T);
       // undo scale Q K^T:  d_Q = scale d_S K,  d_K = scale d_S^T Q
       strided_gemm(false, false, T, Dh, T, scale, d_p, T, kk, ld_qkv, 0.0f, d_q, ld_qkv);

@@ -123,10 +123,11 @@ struct WindowedAttention {
     attention_prob_offsets(prob_offsets.data(), kOffsets.data(), 2, kH);
     probs.resize(static_cast<size_t>(prob_offsets.back()));
   }
-  std::vector<float> forward(const std::vector<float>& qkv) {
+  std::vector<float> forward(const std::vector<float>& qkv, float dropout_p = 0.0f) {
     std::vector<float> ctx(static_cast<size_t>(kOffsets.back() * kD));
     attention_forward(ctx.data(), probs.data(), qkv.data(), kOffsets.data(), prob_offsets.data(),
-                      sample_ids.data(), 2, dims, 0.0f, RngKey{1, 2}, scratch.data(), per_thread);
+                      sample_ids.data(), 2, dims, dropout_p, RngKey{1, 2}, scratch.data(),
+                      per_thread);
     return ctx;
   }
   AttentionDims dims;
@@ -191,6 +192,41 @@ TEST(SlidingWindowAttention, BackwardMatchesFiniteDifferences) {
     worst = std::max(worst, std::abs((up - down) / (2 * step) - d_qkv[i]));
   }
   EXPECT_LE(worst, 2e-3);
+}
+
+// The same with dropout on the probabilities: for a fixed key the mask is fixed, so the loss is a
+// smooth function of qkv. Backward reads the mask off the kept probabilities (no new draw); with
+// a window, masked probabilities are exactly 0 there.
+TEST(Attention, BackwardWithDropoutMatchesFiniteDifferences) {
+  const float p_drop = 0.3f;
+  std::vector<float> qkv = random_values(static_cast<size_t>(16 * 3 * kD), 9);
+  const std::vector<float> w = random_values(static_cast<size_t>(16 * kD), 10);
+  for (int64_t window : {-1, 3}) {
+    WindowedAttention a(window);
+    a.forward(qkv, p_drop);
+    std::vector<float> d_qkv(qkv.size());
+    attention_backward(d_qkv.data(), w.data(), qkv.data(), a.probs.data(), kOffsets.data(),
+                       a.prob_offsets.data(), a.sample_ids.data(), 2, a.dims, p_drop, RngKey{1, 2},
+                       a.scratch.data(), a.per_thread);
+    auto loss = [&](const std::vector<float>& x) {
+      WindowedAttention b(window);
+      const std::vector<float> ctx = b.forward(x, p_drop);
+      double l = 0;
+      for (size_t i = 0; i < ctx.size(); ++i) l += static_cast<double>(ctx[i]) * w[i];
+      return l;
+    };
+    double worst = 0;
+    for (size_t i = 0; i < qkv.size(); i += 5) {
+      const float keep = qkv[i], step = 1e-2f;
+      qkv[i] = keep + step;
+      const double up = loss(qkv);
+      qkv[i] = keep - step;
+      const double down = loss(qkv);
+      qkv[i] = keep;
+      worst = std::max(worst, std::abs((up - down) / (2 * step) - d_qkv[i]));
+    }
+    EXPECT_LE(worst, 2e-3) << "window " << window;
+  }
 }
 
 // attention_forward/backward with probs == nullptr (SequenceClassifier keeps no probabilities):

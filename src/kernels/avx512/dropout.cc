@@ -116,4 +116,19 @@ void dropout_backward(float* d_x, const float* d_y, float p, RngKey key, int64_t
   dropout_forward(d_x, d_y, p, key, n);
 }
 
+// d_x may alias d_y. Not parallel: it runs on blocks of attention, inside their parallel loop.
+void dropout_backward_kept(float* d_x, const float* d_y, const float* kept, float p, int64_t n) {
+  if (p == 0.0f) return copy(d_x, d_y, n);
+  const __m512 vscale = _mm512_set1_ps(static_cast<float>(1.0 / (1.0 - static_cast<double>(p))));
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __mmask16 m = lanes_mask(n - i);
+    // kept != 0, unordered (NaN) counting as nonzero, as the reference's `!=` does.
+    const __mmask16 keep =
+        _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m, kept + i), _mm512_setzero_ps(), _CMP_NEQ_UQ) &
+        m;
+    _mm512_mask_storeu_ps(d_x + i, m,
+                          _mm512_maskz_mul_ps(keep, _mm512_maskz_loadu_ps(m, d_y + i), vscale));
+  }
+}
+
 }  // namespace cpuft::avx512

@@ -34,4 +34,18 @@ void dropout_backward(T* d_x, const T* d_y, float p, RngKey key, int64_t n) {
   dropout_forward(d_x, d_y, p, key, n);
 }
 
+// The same scale applied to d_y where the forward's output `kept` is nonzero, without drawing the
+// mask again: d_x[i] = kept[i] != 0 ? d_y[i] * (1/(1-p)) : 0. Equals dropout_backward wherever the
+// forward's input was nonzero. d_x may alias d_y; p == 0 copies d_y.
+template <typename T>
+void dropout_backward_kept(T* d_x, const T* d_y, const T* kept, float p, int64_t n) {
+  if (p == 0.0f) {
+    if (d_x != d_y)
+      for (int64_t i = 0; i < n; ++i) d_x[i] = d_y[i];
+    return;
+  }
+  const T scale = static_cast<T>(dropout_scale(p));
+  for (int64_t i = 0; i < n; ++i) d_x[i] = kept[i] != T(0) ? d_y[i] * scale : T(0);
+}
+
 }  // namespace cpuft::reference
