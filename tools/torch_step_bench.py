@@ -8,7 +8,8 @@ way as bench/bench_step.cc. Run offline in the golden venv (tools/README.md):
       --lengths bench/data/mrpc_train_lengths_cased.txt --pad_to 128 --threads 1
 
 --pad_to 128 pads every example to 128 (run_glue.py's default); --pad_to 0 pads each batch to its
-longest example (DataCollatorWithPadding).
+longest example (DataCollatorWithPadding). --profile prints where PyTorch's step time goes (the
+counterpart of cpuft_bench_step under CPUFT_PROFILE=1).
 """
 import argparse
 import json
@@ -32,6 +33,9 @@ def main():
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--pad_to", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--profile", action="store_true",
+                   help="run the timed steps under torch.profiler and print where the time goes: "
+                   "the operators by self CPU time and the share of the matrix products")
     p.add_argument("--bf16", action="store_true",
                    help="forward under torch.autocast('cpu', bfloat16), as HF Trainer's --bf16")
     args = p.parse_args()
@@ -59,7 +63,11 @@ def main():
         step_lengths = [[lengths[rng.randrange(len(lengths))] for _ in range(args.batch)]
                         for _ in range(args.warmup + args.steps)]
     times, tokens = [], []
+    profiler = None
     for step in range(args.warmup + args.steps):
+        if args.profile and step == args.warmup:
+            profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+            profiler.__enter__()
         batch_lengths = step_lengths[step]
         B = len(batch_lengths)
         T = args.pad_to if args.pad_to > 0 else max(batch_lengths)
@@ -78,6 +86,9 @@ def main():
         if step >= args.warmup:
             times.append(time.perf_counter() - start)
             tokens.append(sum(batch_lengths))
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
+        print_profile(profiler, sum(times))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "threads": args.threads, "bf16": args.bf16,
@@ -87,6 +98,29 @@ def main():
           f"{'padded to %d' % args.pad_to if args.pad_to else 'padded to the longest in batch'}: "
           f"median step {statistics.median(times):.3f} s, "
           f"{statistics.median(tokens) / statistics.median(times):.0f} real tokens/s")
+
+
+# The operators that are matrix products (linear layers and attention's batched products), in
+# eager mode and under autocast; their self time is oneDNN's or MKL's kernels.
+MATRIX_PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm",
+                   "aten::_scaled_dot_product_flash_attention_for_cpu",
+                   "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+                   "aten::mkldnn_linear", "aten::mkldnn_matmul"}
+
+
+def print_profile(profiler, timed_seconds):
+    """Operators by self CPU time over the timed steps, and the matrix products' share."""
+    rows = sorted(profiler.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total_us = sum(e.self_cpu_time_total for e in rows)
+    products_us = sum(e.self_cpu_time_total for e in rows if e.key in MATRIX_PRODUCTS)
+    print(f"torch.profiler over the timed steps ({timed_seconds:.3f} s of steps, "
+          f"{total_us / 1e6:.3f} s of operator self time):")
+    print(f"{'operator':58s} {'self s':>8s} {'calls':>7s} {'share':>7s}")
+    for e in rows[:20]:
+        print(f"{e.key[:58]:58s} {e.self_cpu_time_total / 1e6:8.3f} {e.count:7d} "
+              f"{100 * e.self_cpu_time_total / total_us:6.1f}%")
+    print(f"matrix products ({', '.join(sorted(MATRIX_PRODUCTS & {e.key for e in rows}))}): "
+          f"{products_us / 1e6:.3f} s, {100 * products_us / total_us:.1f}% of operator self time")
 
 
 if __name__ == "__main__":
