@@ -1,5 +1,7 @@
 #include "model/packed_dropout.h"
 
+#include "core/profile.h"
+
 namespace cpuft {
 
 namespace {
@@ -26,11 +28,13 @@ void per_sequence(DropoutKernel kernel, float* y, const float* x, float p, RngKe
 
 void packed_dropout_forward(const KernelTable& k, float* y, const float* x, float p, RngKey key,
                             const PackedRows& rows) {
+  CPUFT_PROFILE("dropout.fwd");
   per_sequence(k.dropout_forward, y, x, p, key, rows);
 }
 
 void packed_dropout_backward(const KernelTable& k, float* d_x, const float* d_y, float p,
                              RngKey key, const PackedRows& rows) {
+  CPUFT_PROFILE("dropout.bwd");
   per_sequence(k.dropout_backward, d_x, d_y, p, key, rows);
 }
 
