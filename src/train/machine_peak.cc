@@ -61,44 +61,87 @@ double peak_min_core_share() {
   return share;
 }
 
-MachinePeak machine_peak(bool bf16, int threads) {
-  const double min_share = peak_min_core_share();  // read first: a bad value is an error on any run
-  MachinePeak result;
-  result.cache_path = cache_path();
-  // Keyed by the threads that can run at once: 2 threads pinned to one core measure one core's
-  // peak, as 1 thread does, and must not stand for 2 threads on 2 cores.
+namespace {
+
+// The cache's key: the CPU, the threads that can run at once and the kind of products. Keyed by
+// runnable threads: 2 threads pinned to one core measure one core's peak, as 1 thread does, and
+// must not stand for 2 threads on 2 cores.
+std::string cache_key(bool bf16, int threads) {
   const int runnable = runnable_threads(threads, static_cast<int>(affinity_cores().size()));
-  const std::string key = cpu_model_string() + "|" + std::to_string(runnable) + " threads|" +
-                          (bf16 ? "bf16 products" : "fp32 products");
-  json cache = result.cache_path.empty() ? json::object() : read_cache(result.cache_path);
-  if (const auto it = cache.find(key); it != cache.end() && it->is_object()) {
-    const json& entry = *it;
-    if (entry.contains("gflops") && entry["gflops"].is_number() &&
-        entry["gflops"].get<double>() > 0 && entry.contains("unit") && entry["unit"].is_string()) {
-      result.peak = {entry["gflops"].get<double>(), entry["unit"].get<std::string>()};
-      result.cached = true;
-      return result;
-    }
-  }
+  return cpu_model_string() + "|" + std::to_string(runnable) + " threads|" +
+         (bf16 ? "bf16 products" : "fp32 products");
+}
+
+// The entry's peak, or nothing (gflops 0) when it is missing or malformed.
+ComputePeak cached_peak(const json& cache, const std::string& key) {
+  const auto it = cache.find(key);
+  if (it == cache.end() || !it->is_object()) return {};
+  const json& entry = *it;
+  if (!entry.contains("gflops") || !entry["gflops"].is_number() ||
+      !(entry["gflops"].get<double>() > 0) || !entry.contains("unit") || !entry["unit"].is_string())
+    return {};
+  return {entry["gflops"].get<double>(), entry["unit"].get<std::string>()};
+}
+
+// Probes this process's peak now (`result.peak`, `core_share`, `busy`).
+void probe(MachinePeak& result, bool bf16, int threads, double min_share) {
+  const int runnable = runnable_threads(threads, static_cast<int>(affinity_cores().size()));
   const Stopwatch wall;
   const double cpu_before = process_cpu_seconds();
   result.peak = measure_compute_peak(bf16, threads, kProbeScale);
   const double cpu = process_cpu_seconds() - cpu_before, seconds = wall.seconds();
   result.core_share = probe_core_share(cpu, seconds, runnable);
   result.busy = result.core_share < min_share;
-  if (result.cache_path.empty() || result.peak.gflops <= 0 || result.busy) return result;
-  try {  // best effort: another run may write it at the same moment (the last rename wins)
-    cache[key] = {{"gflops", result.peak.gflops},
-                  {"unit", result.peak.unit},
-                  {"measured", utc_now("%Y-%m-%dT%H:%M:%SZ")}};
+}
+
+// Best effort: another run may write the file at the same moment (the last rename wins).
+void write_entry(json cache, const std::string& path, const std::string& key,
+                 const ComputePeak& peak) {
+  try {
+    cache[key] = {
+        {"gflops", peak.gflops}, {"unit", peak.unit}, {"measured", utc_now("%Y-%m-%dT%H:%M:%SZ")}};
     std::error_code error;
-    fs::create_directories(fs::path(result.cache_path).parent_path(), error);
-    AtomicFile file(result.cache_path);
+    fs::create_directories(fs::path(path).parent_path(), error);
+    AtomicFile file(path);
     file.write(cache.dump(2) + "\n");
     file.commit();
   } catch (const Error&) {
   }
+}
+
+}  // namespace
+
+MachinePeak machine_peak(bool bf16, int threads) {
+  const double min_share = peak_min_core_share();  // read first: a bad value is an error on any run
+  MachinePeak result;
+  result.cache_path = cache_path();
+  const std::string key = cache_key(bf16, threads);
+  const json cache = result.cache_path.empty() ? json::object() : read_cache(result.cache_path);
+  if (const ComputePeak cached = cached_peak(cache, key); cached.gflops > 0) {
+    result.peak = cached;
+    result.cached = true;
+    return result;
+  }
+  probe(result, bf16, threads, min_share);
+  if (result.cache_path.empty() || result.peak.gflops <= 0 || result.busy) return result;
+  write_entry(cache, result.cache_path, key, result.peak);
   return result;
+}
+
+MachinePeak raise_machine_peak(bool bf16, int threads, const MachinePeak& current) {
+  const double min_share = peak_min_core_share();
+  MachinePeak again;
+  again.cache_path = cache_path();
+  probe(again, bf16, threads, min_share);
+  // A probe whose threads were held back by another process reads low: it counts for nothing.
+  if (again.busy || !(again.peak.gflops > current.peak.gflops)) return current;
+  if (!again.cache_path.empty()) {
+    const std::string key = cache_key(bf16, threads);
+    const json cache = read_cache(again.cache_path);  // as now: another run may have raised it
+    if (again.peak.gflops > cached_peak(cache, key).gflops)
+      write_entry(cache, again.cache_path, key, again.peak);
+  }
+  return again;
 }
 
 }  // namespace cpuft

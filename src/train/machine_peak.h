@@ -35,6 +35,14 @@ struct MachinePeak {
 // `bf16`: the run's products are bf16. `threads`: this rank's OpenMP threads.
 MachinePeak machine_peak(bool bf16, int threads);
 
+// Probes again and returns the higher of `current` and the new measurement; a probe whose threads
+// did not get their cores counts for nothing. A higher measurement replaces the cache's entry when
+// it exceeds what the entry holds now: the cache keeps the highest peak probed on this machine. On
+// a shared host (a VM whose speed moves with its neighbours') a first probe taken in a slow moment
+// reads low, and every later run's MFU would read high from it; training re-probes at the end of
+// runs long enough for the probe to cost under 1% (training_loop.cc).
+MachinePeak raise_machine_peak(bool bf16, int threads, const MachinePeak& current);
+
 // The threads that can run at once: `threads`, or `cores` (the affinity mask's; <= 0: unknown) if
 // fewer. The cache's key and the probe's yardstick.
 int runnable_threads(int threads, int cores);

@@ -278,5 +278,60 @@ TEST(MachinePeak, ProbeShareCountsOnlyTheCoresTheProcessMayUse) {
   EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.0, 2), 1.0);
 }
 
+// The cache keeps the highest peak probed: a probe at the end of a run raises an entry a slow first
+// probe left low, and never lowers one. The entry's key is whatever machine_peak wrote.
+TEST(MachinePeak, ARaisedProbeReplacesALowerCachedPeakAndNeverAHigherOne) {
+  const fs::path dir = fs::temp_directory_path() / ("cpuft-peaks-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "peaks.json").string();
+  const char* old_path = std::getenv("CPUFT_PEAK_CACHE");
+  const std::string saved = old_path != nullptr ? old_path : "";
+  setenv("CPUFT_PEAK_CACHE", path.c_str(), 1);
+  setenv("CPUFT_PEAK_MIN_SHARE", "0", 1);  // this test's probes count whatever else runs
+  // The file holds one entry, whatever its key (this machine's CPU and threads).
+  auto read_entry = [&] {
+    std::ifstream in(path);
+    const json cache = json::parse(in);
+    return cache.size() == 1 ? cache.begin()->at("gflops").get<double>() : -1.0;
+  };
+  auto set_entry = [&](double gflops) {
+    json cache;
+    std::ifstream(path) >> cache;
+    cache.begin()->at("gflops") = gflops;
+    std::ofstream(path) << cache.dump(2);
+  };
+
+  const MachinePeak first = machine_peak(false, 1);
+  ASSERT_FALSE(first.cached);
+  ASSERT_GT(first.peak.gflops, 1.0);
+  ASSERT_DOUBLE_EQ(read_entry(), first.peak.gflops);
+  set_entry(1.0);  // as a probe in a very slow moment would have left it
+  const MachinePeak low = machine_peak(false, 1);
+  ASSERT_TRUE(low.cached);
+  ASSERT_DOUBLE_EQ(low.peak.gflops, 1.0);
+  const MachinePeak raised = raise_machine_peak(false, 1, low);
+  EXPECT_GT(raised.peak.gflops, 1.0);
+  EXPECT_DOUBLE_EQ(read_entry(), raised.peak.gflops);
+  EXPECT_DOUBLE_EQ(machine_peak(false, 1).peak.gflops, raised.peak.gflops);
+
+  set_entry(1e9);  // higher than any probe here: stays
+  const MachinePeak again = raise_machine_peak(false, 1, low);
+  EXPECT_GT(again.peak.gflops, 1.0);  // the higher of the run's peak and the probe
+  EXPECT_LT(again.peak.gflops, 1e9);
+  EXPECT_DOUBLE_EQ(read_entry(), 1e9);
+  // A current peak above the probe's comes back unchanged.
+  MachinePeak high = low;
+  high.peak.gflops = 1e9;
+  EXPECT_DOUBLE_EQ(raise_machine_peak(false, 1, high).peak.gflops, 1e9);
+
+  if (old_path != nullptr) {
+    setenv("CPUFT_PEAK_CACHE", saved.c_str(), 1);
+  } else {
+    unsetenv("CPUFT_PEAK_CACHE");
+  }
+  unsetenv("CPUFT_PEAK_MIN_SHARE");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cpuft
