@@ -35,7 +35,8 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--profile", action="store_true",
                    help="run the timed steps under torch.profiler and print where the time goes: "
-                   "the operators by self CPU time and the share of the matrix products")
+                   "the operators by self CPU time and the share of the matrix products (the step "
+                   "times then include the profiler's own cost; --json records profiled: true)")
     p.add_argument("--bf16", action="store_true",
                    help="forward under torch.autocast('cpu', bfloat16), as HF Trainer's --bf16")
     args = p.parse_args()
@@ -92,7 +93,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "threads": args.threads, "bf16": args.bf16,
-                       "pad_to": args.pad_to, "step_seconds": times, "real_tokens": tokens}, f)
+                       "pad_to": args.pad_to, "profiled": args.profile, "step_seconds": times,
+                       "real_tokens": tokens}, f)
     print(f"torch {torch.__version__}, {args.threads} threads, batch {len(step_lengths[0])}, "
           f"{'bf16 autocast, ' if args.bf16 else ''}"
           f"{'padded to %d' % args.pad_to if args.pad_to else 'padded to the longest in batch'}: "
@@ -112,6 +114,9 @@ def print_profile(profiler, timed_seconds):
     """Operators by self CPU time over the timed steps, and the matrix products' share."""
     rows = sorted(profiler.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total_us = sum(e.self_cpu_time_total for e in rows)
+    if total_us <= 0:
+        print("torch.profiler recorded no operator time")
+        return
     products_us = sum(e.self_cpu_time_total for e in rows if e.key in MATRIX_PRODUCTS)
     print(f"torch.profiler over the timed steps ({timed_seconds:.3f} s of steps, "
           f"{total_us / 1e6:.3f} s of operator self time):")

@@ -431,6 +431,8 @@ void MatmulPlan::run_typed(float* c, const In* a, const In* b, const float* bias
 namespace {
 
 // Whether a bf16 forward product packs W once per run (the top of the file says where it pays).
+// The CPU's AMX, not oneDNN's: a oneDNN capped below AMX (ONEDNN_MAX_CPU_ISA) keeps the AMX rule,
+// which costs speed, not correctness.
 bool forward_packs_weights(int64_t in_features, int64_t out_features) {
   __builtin_cpu_init();
   return in_features > out_features || !__builtin_cpu_supports("amx-bf16");

@@ -41,7 +41,7 @@ struct MatmulDesc {
   // bf16 with M varying: each run() first writes B into the blocked layout oneDNN's kernels read
   // and every piece of the product reads that copy, instead of every piece repacking B itself
   // (matmul_plan.cc says where it pays: LinearPlans sets it for backward-data, and for forward
-  // where in_features > out_features).
+  // on CPUs without AMX or where in_features > out_features).
   bool pack_b = false;
 };
 

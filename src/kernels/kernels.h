@@ -97,7 +97,8 @@ struct KernelTable {
   // dropout_backward without drawing the mask again: d_x[i] = kept[i] != 0 ? d_y[i] / (1 - p) : 0,
   // `kept` being the forward's output. The same as dropout_backward wherever the forward's input
   // was nonzero; attention uses it where a zero input (a probability of 0) multiplies its
-  // gradient by 0 anyway. Serial (it runs inside attention's parallel loop); d_x may alias d_y.
+  // gradient by 0 anyway. For p > 0 it runs on the calling thread only (attention calls it inside
+  // its parallel loop); d_x may alias d_y.
   void (*dropout_backward_kept)(float* d_x, const float* d_y, const float* kept, float p,
                                 int64_t n);
 

@@ -1,5 +1,9 @@
 #include "train/machine_peak.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -94,8 +98,30 @@ void probe(MachinePeak& result, bool bf16, int threads, double min_share) {
   result.busy = result.core_share < min_share;
 }
 
-// Best effort: another run may write the file at the same moment (the last rename wins).
-void write_entry(json cache, const std::string& path, const std::string& key,
+// An exclusive flock on `path`.lock while alive: ranks finishing together on one host read, compare
+// and write the same entry one after another, so none writes a lower peak over a higher one. No
+// lock where the file cannot be opened (the cache is best effort).
+class CacheLock {
+ public:
+  explicit CacheLock(const std::string& path) {
+    std::error_code error;
+    fs::create_directories(fs::path(path).parent_path(), error);
+    fd_ = ::open((path + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~CacheLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Best effort: another run may write the file at the same moment (the last rename wins). Whether
+// the entry was written.
+bool write_entry(json cache, const std::string& path, const std::string& key,
                  const ComputePeak& peak) {
   try {
     cache[key] = {
@@ -105,7 +131,9 @@ void write_entry(json cache, const std::string& path, const std::string& key,
     AtomicFile file(path);
     file.write(cache.dump(2) + "\n");
     file.commit();
+    return true;
   } catch (const Error&) {
+    return false;
   }
 }
 
@@ -124,7 +152,7 @@ MachinePeak machine_peak(bool bf16, int threads) {
   }
   probe(result, bf16, threads, min_share);
   if (result.cache_path.empty() || result.peak.gflops <= 0 || result.busy) return result;
-  write_entry(cache, result.cache_path, key, result.peak);
+  result.saved = write_entry(cache, result.cache_path, key, result.peak);
   return result;
 }
 
@@ -135,11 +163,15 @@ MachinePeak raise_machine_peak(bool bf16, int threads, const MachinePeak& curren
   probe(again, bf16, threads, min_share);
   // A probe whose threads were held back by another process reads low: it counts for nothing.
   if (again.busy || !(again.peak.gflops > current.peak.gflops)) return current;
+  // Written only when more than kPeakRaiseMargin above the entry, so that the cache does not move
+  // with every probe's own spread. The maximum is the right summary: a probe cannot run faster
+  // than the hardware, only slower (a neighbour, a lower clock).
   if (!again.cache_path.empty()) {
+    const CacheLock lock(again.cache_path);
     const std::string key = cache_key(bf16, threads);
     const json cache = read_cache(again.cache_path);  // as now: another run may have raised it
-    if (again.peak.gflops > cached_peak(cache, key).gflops)
-      write_entry(cache, again.cache_path, key, again.peak);
+    if (again.peak.gflops > (1 + kPeakRaiseMargin) * cached_peak(cache, key).gflops)
+      again.saved = write_entry(cache, again.cache_path, key, again.peak);
   }
   return again;
 }

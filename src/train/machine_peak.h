@@ -30,17 +30,22 @@ struct MachinePeak {
   // the share a measurement needs to be cached.
   double core_share = 1;
   bool busy = false;
+  bool saved = false;  // this call wrote the measurement into the cache
 };
+
+// How far above the cached peak a new probe must read to replace it (raise_machine_peak), and above
+// a run's peak to be reported: a small margin, so that the cache does not follow every probe.
+constexpr double kPeakRaiseMargin = 0.02;
 
 // `bf16`: the run's products are bf16. `threads`: this rank's OpenMP threads.
 MachinePeak machine_peak(bool bf16, int threads);
 
 // Probes again and returns the higher of `current` and the new measurement; a probe whose threads
-// did not get their cores counts for nothing. A higher measurement replaces the cache's entry when
-// it exceeds what the entry holds now: the cache keeps the highest peak probed on this machine. On
-// a shared host (a VM whose speed moves with its neighbours') a first probe taken in a slow moment
-// reads low, and every later run's MFU would read high from it; training re-probes at the end of
-// runs long enough for the probe to cost under 1% (training_loop.cc).
+// did not get their cores counts for nothing. A measurement more than kPeakRaiseMargin above what
+// the cache's entry holds now replaces it (`saved`): the cache keeps the highest peak probed here.
+// On a shared host (a VM whose speed moves with its neighbours') a first probe taken in a slow
+// moment reads low, and every later run's MFU would read high from it; training re-probes at the
+// end of runs long enough for the probe to cost under 1% (training_loop.cc).
 MachinePeak raise_machine_peak(bool bf16, int threads, const MachinePeak& current);
 
 // The threads that can run at once: `threads`, or `cores` (the affinity mask's; <= 0: unknown) if

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "core/check.h"
@@ -278,16 +279,40 @@ TEST(MachinePeak, ProbeShareCountsOnlyTheCoresTheProcessMayUse) {
   EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.0, 2), 1.0);
 }
 
+// Sets an environment variable for its lifetime, then restores what was there (or its absence).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 // The cache keeps the highest peak probed: a probe at the end of a run raises an entry a slow first
 // probe left low, and never lowers one. The entry's key is whatever machine_peak wrote.
 TEST(MachinePeak, ARaisedProbeReplacesALowerCachedPeakAndNeverAHigherOne) {
   const fs::path dir = fs::temp_directory_path() / ("cpuft-peaks-" + std::to_string(getpid()));
   fs::create_directories(dir);
+  struct RemoveDir {
+    fs::path dir;
+    ~RemoveDir() { fs::remove_all(dir); }
+  } remove_dir{dir};
   const std::string path = (dir / "peaks.json").string();
-  const char* old_path = std::getenv("CPUFT_PEAK_CACHE");
-  const std::string saved = old_path != nullptr ? old_path : "";
-  setenv("CPUFT_PEAK_CACHE", path.c_str(), 1);
-  setenv("CPUFT_PEAK_MIN_SHARE", "0", 1);  // this test's probes count whatever else runs
+  const ScopedEnv cache_env("CPUFT_PEAK_CACHE", path);
+  const ScopedEnv share_env("CPUFT_PEAK_MIN_SHARE", "0");  // count the probes whatever else runs
   // The file holds one entry, whatever its key (this machine's CPU and threads).
   auto read_entry = [&] {
     std::ifstream in(path);
@@ -303,6 +328,7 @@ TEST(MachinePeak, ARaisedProbeReplacesALowerCachedPeakAndNeverAHigherOne) {
 
   const MachinePeak first = machine_peak(false, 1);
   ASSERT_FALSE(first.cached);
+  ASSERT_TRUE(first.saved);
   ASSERT_GT(first.peak.gflops, 1.0);
   ASSERT_DOUBLE_EQ(read_entry(), first.peak.gflops);
   set_entry(1.0);  // as a probe in a very slow moment would have left it
@@ -311,6 +337,7 @@ TEST(MachinePeak, ARaisedProbeReplacesALowerCachedPeakAndNeverAHigherOne) {
   ASSERT_DOUBLE_EQ(low.peak.gflops, 1.0);
   const MachinePeak raised = raise_machine_peak(false, 1, low);
   EXPECT_GT(raised.peak.gflops, 1.0);
+  EXPECT_TRUE(raised.saved);
   EXPECT_DOUBLE_EQ(read_entry(), raised.peak.gflops);
   EXPECT_DOUBLE_EQ(machine_peak(false, 1).peak.gflops, raised.peak.gflops);
 
@@ -318,19 +345,12 @@ TEST(MachinePeak, ARaisedProbeReplacesALowerCachedPeakAndNeverAHigherOne) {
   const MachinePeak again = raise_machine_peak(false, 1, low);
   EXPECT_GT(again.peak.gflops, 1.0);  // the higher of the run's peak and the probe
   EXPECT_LT(again.peak.gflops, 1e9);
+  EXPECT_FALSE(again.saved);
   EXPECT_DOUBLE_EQ(read_entry(), 1e9);
   // A current peak above the probe's comes back unchanged.
   MachinePeak high = low;
   high.peak.gflops = 1e9;
   EXPECT_DOUBLE_EQ(raise_machine_peak(false, 1, high).peak.gflops, 1e9);
-
-  if (old_path != nullptr) {
-    setenv("CPUFT_PEAK_CACHE", saved.c_str(), 1);
-  } else {
-    unsetenv("CPUFT_PEAK_CACHE");
-  }
-  unsetenv("CPUFT_PEAK_MIN_SHARE");
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -116,7 +116,8 @@ void dropout_backward(float* d_x, const float* d_y, float p, RngKey key, int64_t
   dropout_forward(d_x, d_y, p, key, n);
 }
 
-// d_x may alias d_y. Not parallel: it runs on blocks of attention, inside their parallel loop.
+// d_x may alias d_y. For p > 0 not parallel: it runs on blocks of attention, inside their parallel
+// loop (p == 0, which attention never passes, is copy's parallel loop).
 void dropout_backward_kept(float* d_x, const float* d_y, const float* kept, float p, int64_t n) {
   if (p == 0.0f) return copy(d_x, d_y, n);
   const __m512 vscale = _mm512_set1_ps(static_cast<float>(1.0 / (1.0 - static_cast<double>(p))));
