@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/scoped_env.h"
 #include "test_paths.h"
 
 namespace cpuft {
@@ -24,32 +25,6 @@ std::string hub_root(const std::string& which = "hub") {
 std::string snapshot(const std::string& which = "hub") {
   return hub_root(which) + "/datasets--nyu-mll--glue/snapshots/" + kCommit;
 }
-
-// Sets (or, with nullopt, unsets) an environment variable for the scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value->c_str(), 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // The message of the Error `fn` throws ("" when it throws none).
 template <typename Fn>

@@ -163,26 +163,27 @@ TEST(SlidingWindowAttention, ForwardMatchesAMaskedSoftmax) {
   EXPECT_GT(diff, 1e-2);
 }
 
-// backward against central differences of L = sum(ctx * w) for a fixed random w.
-TEST(SlidingWindowAttention, BackwardMatchesFiniteDifferences) {
-  std::vector<float> qkv = random_values(static_cast<size_t>(16 * 3 * kD), 5);
-  const std::vector<float> w = random_values(static_cast<size_t>(16 * kD), 6);
-  WindowedAttention a(2);
-  a.forward(qkv);
+// The worst gap between attention_backward's d_qkv and central differences of L = sum(ctx * w)
+// for a fixed random w, over every `stride`-th input. With dropout the key fixes the mask, so L
+// is a smooth function of qkv all the same.
+double worst_finite_difference_gap(int64_t window, float dropout_p, uint32_t seed, size_t stride) {
+  std::vector<float> qkv = random_values(static_cast<size_t>(16 * 3 * kD), seed);
+  const std::vector<float> w = random_values(static_cast<size_t>(16 * kD), seed + 1);
+  WindowedAttention a(window);
+  a.forward(qkv, dropout_p);
   std::vector<float> d_qkv(qkv.size());
-  std::vector<float> scratch(a.scratch.size());
   attention_backward(d_qkv.data(), w.data(), qkv.data(), a.probs.data(), kOffsets.data(),
-                     a.prob_offsets.data(), a.sample_ids.data(), 2, a.dims, 0.0f, RngKey{1, 2},
-                     scratch.data(), a.per_thread);
+                     a.prob_offsets.data(), a.sample_ids.data(), 2, a.dims, dropout_p, RngKey{1, 2},
+                     a.scratch.data(), a.per_thread);
   auto loss = [&](const std::vector<float>& x) {
-    WindowedAttention b(2);
-    const std::vector<float> ctx = b.forward(x);
+    WindowedAttention b(window);
+    const std::vector<float> ctx = b.forward(x, dropout_p);
     double l = 0;
     for (size_t i = 0; i < ctx.size(); ++i) l += static_cast<double>(ctx[i]) * w[i];
     return l;
   };
   double worst = 0;
-  for (size_t i = 0; i < qkv.size(); i += 7) {
+  for (size_t i = 0; i < qkv.size(); i += stride) {
     const float keep = qkv[i], step = 1e-2f;
     qkv[i] = keep + step;
     const double up = loss(qkv);
@@ -191,42 +192,18 @@ TEST(SlidingWindowAttention, BackwardMatchesFiniteDifferences) {
     qkv[i] = keep;
     worst = std::max(worst, std::abs((up - down) / (2 * step) - d_qkv[i]));
   }
-  EXPECT_LE(worst, 2e-3);
+  return worst;
 }
 
-// The same with dropout on the probabilities: for a fixed key the mask is fixed, so the loss is a
-// smooth function of qkv. Backward reads the mask off the kept probabilities (no new draw); with
-// a window, masked probabilities are exactly 0 there.
+TEST(SlidingWindowAttention, BackwardMatchesFiniteDifferences) {
+  EXPECT_LE(worst_finite_difference_gap(2, 0.0f, 5, 7), 2e-3);
+}
+
+// With dropout on the probabilities. Backward reads the mask off the kept probabilities (no new
+// draw); with a window, masked probabilities are exactly 0 there.
 TEST(Attention, BackwardWithDropoutMatchesFiniteDifferences) {
-  const float p_drop = 0.3f;
-  std::vector<float> qkv = random_values(static_cast<size_t>(16 * 3 * kD), 9);
-  const std::vector<float> w = random_values(static_cast<size_t>(16 * kD), 10);
-  for (int64_t window : {-1, 3}) {
-    WindowedAttention a(window);
-    a.forward(qkv, p_drop);
-    std::vector<float> d_qkv(qkv.size());
-    attention_backward(d_qkv.data(), w.data(), qkv.data(), a.probs.data(), kOffsets.data(),
-                       a.prob_offsets.data(), a.sample_ids.data(), 2, a.dims, p_drop, RngKey{1, 2},
-                       a.scratch.data(), a.per_thread);
-    auto loss = [&](const std::vector<float>& x) {
-      WindowedAttention b(window);
-      const std::vector<float> ctx = b.forward(x, p_drop);
-      double l = 0;
-      for (size_t i = 0; i < ctx.size(); ++i) l += static_cast<double>(ctx[i]) * w[i];
-      return l;
-    };
-    double worst = 0;
-    for (size_t i = 0; i < qkv.size(); i += 5) {
-      const float keep = qkv[i], step = 1e-2f;
-      qkv[i] = keep + step;
-      const double up = loss(qkv);
-      qkv[i] = keep - step;
-      const double down = loss(qkv);
-      qkv[i] = keep;
-      worst = std::max(worst, std::abs((up - down) / (2 * step) - d_qkv[i]));
-    }
-    EXPECT_LE(worst, 2e-3) << "window " << window;
-  }
+  for (int64_t window : {-1, 3})
+    EXPECT_LE(worst_finite_difference_gap(window, 0.3f, 9, 5), 2e-3) << "window " << window;
 }
 
 // attention_forward/backward with probs == nullptr (SequenceClassifier keeps no probabilities):

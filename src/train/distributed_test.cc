@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstdlib>
+#include <optional>
+
+#include "core/scoped_env.h"
 
 namespace cpuft {
 namespace {
@@ -13,10 +15,7 @@ namespace {
 // oneCCL's worker thread only where the rank leaves a core without a compute thread, and never
 // against the user's own setting.
 TEST(Distributed, OneCclWorkerOnlyWhereACoreIsFree) {
-  const char* saved = std::getenv("CCL_WORKER_OFFLOAD");
-  const bool was_set = saved != nullptr;
-  char before[64] = {};
-  if (was_set) std::snprintf(before, sizeof before, "%s", saved);
+  const ScopedEnv restore("CCL_WORKER_OFFLOAD", std::nullopt);  // the user's own value comes back
   auto offload_after = [](int threads, size_t cores) -> const char* {
     default_ccl_worker_offload(threads, cores);
     const char* v = std::getenv("CCL_WORKER_OFFLOAD");
@@ -30,11 +29,6 @@ TEST(Distributed, OneCclWorkerOnlyWhereACoreIsFree) {
   EXPECT_STREQ(offload_after(31, 32), "unset");  // a core left for the worker
   setenv("CCL_WORKER_OFFLOAD", "1", 1);
   EXPECT_STREQ(offload_after(1, 1), "1");  // the user's choice stands
-  if (was_set) {
-    setenv("CCL_WORKER_OFFLOAD", before, 1);
-  } else {
-    unsetenv("CCL_WORKER_OFFLOAD");
-  }
 }
 
 }  // namespace

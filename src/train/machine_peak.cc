@@ -98,9 +98,9 @@ void probe(MachinePeak& result, bool bf16, int threads, double min_share) {
   result.busy = result.core_share < min_share;
 }
 
-// An exclusive flock on `path`.lock while alive: ranks finishing together on one host read, compare
-// and write the same entry one after another, so none writes a lower peak over a higher one. No
-// lock where the file cannot be opened (the cache is best effort).
+// An exclusive flock on `path`.lock while alive (creating the cache's folder): runs and ranks on
+// one host read, compare and write the cache one after another, so none writes a lower peak over a
+// higher one or drops another's entry. No lock where the file cannot be opened (best effort).
 class CacheLock {
  public:
   explicit CacheLock(const std::string& path) {
@@ -119,15 +119,12 @@ class CacheLock {
   int fd_ = -1;
 };
 
-// Best effort: another run may write the file at the same moment (the last rename wins). Whether
-// the entry was written.
+// Best effort, under a CacheLock. Whether the entry was written.
 bool write_entry(json cache, const std::string& path, const std::string& key,
                  const ComputePeak& peak) {
   try {
     cache[key] = {
         {"gflops", peak.gflops}, {"unit", peak.unit}, {"measured", utc_now("%Y-%m-%dT%H:%M:%SZ")}};
-    std::error_code error;
-    fs::create_directories(fs::path(path).parent_path(), error);
     AtomicFile file(path);
     file.write(cache.dump(2) + "\n");
     file.commit();
@@ -144,15 +141,19 @@ MachinePeak machine_peak(bool bf16, int threads) {
   MachinePeak result;
   result.cache_path = cache_path();
   const std::string key = cache_key(bf16, threads);
-  const json cache = result.cache_path.empty() ? json::object() : read_cache(result.cache_path);
-  if (const ComputePeak cached = cached_peak(cache, key); cached.gflops > 0) {
+  if (const ComputePeak cached = result.cache_path.empty()
+                                     ? ComputePeak{}
+                                     : cached_peak(read_cache(result.cache_path), key);
+      cached.gflops > 0) {
     result.peak = cached;
     result.cached = true;
     return result;
   }
   probe(result, bf16, threads, min_share);
   if (result.cache_path.empty() || result.peak.gflops <= 0 || result.busy) return result;
-  result.saved = write_entry(cache, result.cache_path, key, result.peak);
+  const CacheLock lock(result.cache_path);
+  // Read again under the lock: another run may have written other entries meanwhile.
+  result.saved = write_entry(read_cache(result.cache_path), result.cache_path, key, result.peak);
   return result;
 }
 

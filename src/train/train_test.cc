@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <random>
 
 #include "core/check.h"
+#include "core/scoped_env.h"
 #include "io/safetensors.h"
 #include "train/encoded_dataset.h"
 #include "train/hf_arguments.h"
@@ -278,28 +278,6 @@ TEST(MachinePeak, ProbeShareCountsOnlyTheCoresTheProcessMayUse) {
   EXPECT_DOUBLE_EQ(probe_core_share(0.0, 0.1, 2), 1.0);  // no measurement: not busy
   EXPECT_DOUBLE_EQ(probe_core_share(0.1, 0.0, 2), 1.0);
 }
-
-// Sets an environment variable for its lifetime, then restores what was there (or its absence).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // The cache keeps the highest peak probed: a probe at the end of a run raises an entry a slow first
 // probe left low, and never lowers one. The entry's key is whatever machine_peak wrote.
