@@ -12,6 +12,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/buffer.h"
@@ -154,6 +155,38 @@ int run(int reps) {
   report("bias_backward", "4096x3072",
          median_seconds(reps, [&] { fast.bias_backward(bias.data(), d_y.data(), N, F); }),
          1.0 * 4 * N * F);
+  // A linear's output gradient under --bf16: its bias gradient and its rounding, as two kernels and
+  // as bias_backward_bf16's one pass, at BERT-base's (4096 x 768) and MiniLM's shape at a packed
+  // MRPC batch (1760 x 384). Traffic: read d_y once, write its bf16 rounding.
+  for (const auto& [tokens, width] : {std::pair<int64_t, int64_t>{N, D}, {1760, 384}}) {
+    const int64_t n = tokens * width;
+    std::vector<bf16> rounded(n), rounded_ref(n);
+    Buffer sums(width), sums_ref(width);
+    fast.bias_backward_bf16(rounded.data(), sums.data(), d_y.data(), tokens, width);
+    ref.bias_backward_bf16(rounded_ref.data(), sums_ref.data(), d_y.data(), tokens, width);
+    validate("bias_backward_bf16", sums, sums_ref, width, 1e-4);
+    for (int64_t i = 0; i < n; ++i)
+      if (rounded[i].bits != rounded_ref[i].bits) {
+        std::fprintf(stderr, "bias_backward_bf16: rounding differs from reference at %lld\n",
+                     static_cast<long long>(i));
+        std::exit(1);
+      }
+    const std::string shape = std::to_string(tokens) + "x" + std::to_string(width);
+    report("round + bias_backward", shape,
+           median_seconds(reps,
+                          [&] {
+                            fast.round_to_bf16(rounded.data(), d_y.data(), n);
+                            fast.bias_backward(sums.data(), d_y.data(), tokens, width);
+                          }),
+           6.0 * static_cast<double>(n));
+    report("bias_backward_bf16", shape,
+           median_seconds(reps,
+                          [&] {
+                            fast.bias_backward_bf16(rounded.data(), sums.data(), d_y.data(), tokens,
+                                                    width);
+                          }),
+           6.0 * static_cast<double>(n));
+  }
   // AdamW over BERT-base's ~110M parameters: read w, m, v, g; write w, m, v.
   Buffer w(P), m(P), v(P), g(P), w_ref(P), m_ref(P), v_ref(P);
   fill(w, 5);

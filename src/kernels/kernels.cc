@@ -41,6 +41,7 @@ constexpr KernelTable kReferenceTable{
     .dropout_backward = &reference::dropout_backward<float>,
     .dropout_backward_kept = &reference::dropout_backward_kept<float>,
     .bias_backward = &reference::bias_backward<float>,
+    .bias_backward_bf16 = &reference::bias_backward_bf16,
     .cross_entropy_forward_backward = &reference::cross_entropy_forward_backward<float>,
     .mse_forward_backward = &reference::mse_forward_backward<float>,
     .adamw_update = &reference::adamw_update<float>,
@@ -69,6 +70,7 @@ constexpr KernelTable kAvx512Table{
     .dropout_backward = &avx512::dropout_backward,
     .dropout_backward_kept = &avx512::dropout_backward_kept,
     .bias_backward = &avx512::bias_backward,
+    .bias_backward_bf16 = &avx512::bias_backward_bf16,
     .cross_entropy_forward_backward = &avx512::cross_entropy_forward_backward,
     .mse_forward_backward = &avx512::mse_forward_backward,
     .adamw_update = &avx512::adamw_update,
@@ -146,6 +148,7 @@ KernelTable timed(const KernelTable& plain) {
   CPUFT_TIME_KERNEL(dropout_backward);
   CPUFT_TIME_KERNEL(dropout_backward_kept);
   CPUFT_TIME_KERNEL(bias_backward);
+  CPUFT_TIME_KERNEL(bias_backward_bf16);
   CPUFT_TIME_KERNEL(cross_entropy_forward_backward);
   CPUFT_TIME_KERNEL(mse_forward_backward);
   CPUFT_TIME_KERNEL(adamw_update);

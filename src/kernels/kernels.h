@@ -104,6 +104,10 @@ struct KernelTable {
 
   // d_b(C) += sum over rows of d_y(N, C).   (accumulate)
   void (*bias_backward)(float* d_b, const float* d_y, int64_t N, int64_t C);
+  // Under --bf16 a linear's output gradient d_y goes to its bias gradient and, rounded, to its two
+  // backward products: bias_backward and round_to_bf16 of the same d_y in one pass, with the bits
+  // of the two kernels run in turn. d_y_b (N * C) may not alias d_y.
+  void (*bias_backward_bf16)(bf16* d_y_b, float* d_b, const float* d_y, int64_t N, int64_t C);
 
   // Mean cross-entropy over N rows of logits(N,K) with integer labels (N) and label smoothing
   // eps in [0, 1] (torch's CrossEntropyLoss(label_smoothing=eps); 0: plain); returns the mean loss

@@ -61,49 +61,87 @@ TEST(Fused, AddLayerNormEqualsAddThenLayerNorm) {
     }
 }
 
-// The bf16 GELU forms are defined as the unfused kernels run in turn: the same bits, in every
-// table, at any thread count, for shapes with tails and above the parallel threshold; the bias
-// gradient accumulates; the bf16 output's masked tail writes nothing past the end.
-TEST(Fused, GeluBf16FormsEqualTheUnfusedKernelsInTurn) {
-  std::mt19937 rng(12);
-  const auto bits = [](const std::vector<bf16>& v) {
-    std::vector<uint16_t> out;
-    for (const bf16& b : v) out.push_back(b.bits);
-    return out;
-  };
+std::vector<uint16_t> bf16_bits(const std::vector<bf16>& v) {
+  std::vector<uint16_t> out;
+  for (const bf16& b : v) out.push_back(b.bits);
+  return out;
+}
+
+// Runs check(table, N, C, what) in every table, at 1 and 3 threads, for (N, C) shapes with tails
+// and above the parallel threshold.
+template <typename Check>
+void for_each_fused_case(Check check) {
   for (const KernelTable* t : tables())
     for (const auto& [N, C] : std::vector<std::pair<int64_t, int64_t>>{
              {1, 1}, {3, 17}, {37, 768}, {20, 3072}, {300, 200}})
       for (int threads : {1, 3}) {
         const int saved = omp_get_max_threads();
         omp_set_num_threads(threads);
-        const int64_t n = N * C;
-        const std::string what = std::string(t->isa) + " N=" + std::to_string(N) +
-                                 " C=" + std::to_string(C) + " threads " + std::to_string(threads);
-        const FVec x = random_normal<float>(rng, n, 0, 3), d_y = random_normal<float>(rng, n);
-        const FVec d_b0 = random_normal<float>(rng, C);
-
-        FVec act(n);
-        std::vector<bf16> want(n), got(n + 32, bf16{0xDEAD});
-        t->gelu_forward(act.data(), x.data(), n);
-        t->round_to_bf16(want.data(), act.data(), n);
-        t->gelu_forward_bf16(got.data(), x.data(), n);
-        for (int64_t i = n; i < n + 32; ++i) EXPECT_EQ(got[i].bits, 0xDEAD) << what;
-        got.resize(n);
-        EXPECT_EQ(bits(got), bits(want)) << "forward " << what;
-
-        FVec d_x(n), d_b_want = d_b0, d_b_got = d_b0;
-        t->gelu_backward(d_x.data(), d_y.data(), x.data(), n);
-        t->round_to_bf16(want.data(), d_x.data(), n);
-        t->bias_backward(d_b_want.data(), d_x.data(), N, C);
-        got.assign(n + 32, bf16{0xDEAD});
-        t->gelu_backward_bf16(got.data(), d_b_got.data(), d_y.data(), x.data(), N, C);
-        for (int64_t i = n; i < n + 32; ++i) EXPECT_EQ(got[i].bits, 0xDEAD) << what;
-        got.resize(n);
-        EXPECT_EQ(bits(got), bits(want)) << "backward " << what;
-        expect_bitwise_equal(d_b_got, d_b_want, "bias gradient " + what);
+        check(*t, N, C,
+              std::string(t->isa) + " N=" + std::to_string(N) + " C=" + std::to_string(C) +
+                  " threads " + std::to_string(threads));
         omp_set_num_threads(saved);
       }
+}
+
+// The bf16 GELU forms are defined as the unfused kernels run in turn: the same bits, in every
+// table, at any thread count; the bias gradient accumulates; the bf16 output's masked tail writes
+// nothing past the end.
+TEST(Fused, GeluBf16FormsEqualTheUnfusedKernelsInTurn) {
+  std::mt19937 rng(12);
+  for_each_fused_case([&](const KernelTable& t, int64_t N, int64_t C, const std::string& what) {
+    const int64_t n = N * C;
+    const FVec x = random_normal<float>(rng, n, 0, 3), d_y = random_normal<float>(rng, n);
+    const FVec d_b0 = random_normal<float>(rng, C);
+
+    FVec act(n);
+    std::vector<bf16> want(n), got(n + 32, bf16{0xDEAD});
+    t.gelu_forward(act.data(), x.data(), n);
+    t.round_to_bf16(want.data(), act.data(), n);
+    t.gelu_forward_bf16(got.data(), x.data(), n);
+    for (int64_t i = n; i < n + 32; ++i) EXPECT_EQ(got[i].bits, 0xDEAD) << what;
+    got.resize(n);
+    EXPECT_EQ(bf16_bits(got), bf16_bits(want)) << "forward " << what;
+
+    FVec d_x(n), d_b_want = d_b0, d_b_got = d_b0;
+    t.gelu_backward(d_x.data(), d_y.data(), x.data(), n);
+    t.round_to_bf16(want.data(), d_x.data(), n);
+    t.bias_backward(d_b_want.data(), d_x.data(), N, C);
+    got.assign(n + 32, bf16{0xDEAD});
+    t.gelu_backward_bf16(got.data(), d_b_got.data(), d_y.data(), x.data(), N, C);
+    for (int64_t i = n; i < n + 32; ++i) EXPECT_EQ(got[i].bits, 0xDEAD) << what;
+    got.resize(n);
+    EXPECT_EQ(bf16_bits(got), bf16_bits(want)) << "backward " << what;
+    expect_bitwise_equal(d_b_got, d_b_want, "bias gradient " + what);
+  });
+}
+
+// bias_backward_bf16 is bias_backward and round_to_bf16 run in turn, bit for bit, including the
+// values the rounding treats apart (NaN, infinities, subnormals, ties).
+TEST(Fused, BiasBackwardBf16EqualsTheUnfusedKernelsInTurn) {
+  std::mt19937 rng(13);
+  for_each_fused_case([&](const KernelTable& t, int64_t N, int64_t C, const std::string& what) {
+    const int64_t n = N * C;
+    FVec d_y = random_normal<float>(rng, n);
+    const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::denorm_min(),
+                              1.0f + 0x1p-8f,  // a tie: rounds to even
+                              -0.0f};
+    for (std::size_t i = 0; i < std::size(specials) && i < static_cast<std::size_t>(n); ++i)
+      d_y[(i * 7919) % n] = specials[i];
+    const FVec d_b0 = random_normal<float>(rng, C);
+
+    std::vector<bf16> want(n), got(n + 32, bf16{0xDEAD});
+    FVec d_b_want = d_b0, d_b_got = d_b0;
+    t.bias_backward(d_b_want.data(), d_y.data(), N, C);
+    t.round_to_bf16(want.data(), d_y.data(), n);
+    t.bias_backward_bf16(got.data(), d_b_got.data(), d_y.data(), N, C);
+    for (int64_t i = n; i < n + 32; ++i) EXPECT_EQ(got[i].bits, 0xDEAD) << what;
+    got.resize(n);
+    EXPECT_EQ(bf16_bits(got), bf16_bits(want)) << what;
+    expect_bitwise_equal(d_b_got, d_b_want, "bias gradient " + what);
+  });
 }
 
 TEST(Fused, CrossEntropyGradientIsSoftmaxMinusOnehot) {

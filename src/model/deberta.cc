@@ -505,10 +505,9 @@ void DebertaClassifier::backward(const ModelParams& p, const ModelParams& g,
     progress_point(listener);
     // undo: qkv = x Wqkv^T + bqkv
     {
-      const Operand d_y = as_input(d_qkv, grad_b, N * 3 * D);
+      const Operand d_y = output_gradient(lg.qkv_b, d_qkv, grad_b, N, 3 * D);
       s.plans.qkv.backward_weights(lg.qkv_w, d_y, Operand{x, a.x_b}, N);
       progress_point(listener);
-      k.bias_backward(lg.qkv_b, d_qkv, N, 3 * D);
       s.plans.qkv.backward_data(d_x, d_y, w.qkv, N);
     }
     // undo: pos = dropout(rel) Wqk^T + bqk; d_rel gathers every layer's share

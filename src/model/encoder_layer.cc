@@ -26,6 +26,15 @@ Operand as_input(const float* x, bf16* storage, int64_t n) {
   return {x, storage};
 }
 
+Operand output_gradient(float* d_b, const float* d_y, bf16* storage, int64_t rows, int64_t cols) {
+  if (storage == nullptr) {
+    kernels().bias_backward(d_b, d_y, rows, cols);
+    return {d_y};
+  }
+  kernels().bias_backward_bf16(storage, d_b, d_y, rows, cols);
+  return {d_y, storage};
+}
+
 void rowwise_forward(const RowwiseActivations& a, const float* residual, const LayerParams& p,
                      const LayerWeights& w, const EncoderPlans& plans, const PackedRows& rows,
                      int64_t R, const EncoderDims& dims, const RngKey keys[3],
@@ -77,7 +86,7 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
   // undo: s2 = dropout(act W2^T + b2) + h1   (the h1 branch is added below)
   packed_dropout_backward(k, d_tmp, d_s, dims.hidden_dropout, keys[kFfnOutput], rows);
   {
-    const Operand d_y = as_input(d_tmp, grad_b, R * D);
+    const Operand d_y = output_gradient(g.ffn_out_b, d_tmp, grad_b, R, D);
     // The product's input act: under bf16 its rounding (act_b); in fp32 the kept ffn_act, or,
     // when forward kept none (ModelLimits::recompute), gelu(pre) again into d_ffn's buffer (the
     // same kernel on the same input: the same bits).
@@ -88,7 +97,6 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
                                            : Operand{a.ffn_act};
     plans.ffn_out.backward_weights(g.ffn_out_w, d_y, act, R);
     progress_point(listener);
-    k.bias_backward(g.ffn_out_b, d_tmp, R, D);
     plans.ffn_out.backward_data(d_ffn, d_y, w.ffn_out, R);
     progress_point(listener);
   }
@@ -117,10 +125,9 @@ void rowwise_backward(float* d_ctx, float* d_s1, const float* d_out, const Rowwi
   packed_dropout_backward(k, d_tmp, d_s, dims.attention_output_dropout, keys[kAttentionOutput],
                           rows);
   {
-    const Operand d_y = as_input(d_tmp, grad_b, R * D);
+    const Operand d_y = output_gradient(g.attn_out_b, d_tmp, grad_b, R, D);
     plans.attn_out.backward_weights(g.attn_out_w, d_y, Operand{a.ctx, a.ctx_b}, R);
     progress_point(listener);
-    k.bias_backward(g.attn_out_b, d_tmp, R, D);
     plans.attn_out.backward_data(d_ctx, d_y, w.attn_out, R);
     progress_point(listener);
   }
@@ -146,7 +153,6 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
                             const LayerBf16Weights* w_b, const EncoderPlans& plans,
                             const PackedBatch& batch, const EncoderDims& dims, const RngKey keys[3],
                             const EncoderScratch& scratch, GradListener* listener, int layer) {
-  const KernelTable& k = kernels();
   const int64_t N = batch.N, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
   // Under bf16 one output gradient at a time is rounded into grad_b and read by both backward
@@ -167,10 +173,9 @@ void encoder_layer_backward(float* d_x, const float* d_out, const float* x,
   progress_point(listener);
   // undo: qkv = x Wqkv^T + bqkv
   {
-    const Operand d_y = as_input(d_qkv, grad_b, N * 3 * D);
+    const Operand d_y = output_gradient(g.qkv_b, d_qkv, grad_b, N, 3 * D);
     plans.qkv.backward_weights(g.qkv_w, d_y, Operand{x, a.x_b}, N);
     progress_point(listener);
-    k.bias_backward(g.qkv_b, d_qkv, N, 3 * D);
     plans.qkv.backward_data(d_x, d_y, w.qkv, N);
   }
   add_into(d_x, d_s1, N * D);  // residual branch of s1

@@ -104,6 +104,11 @@ LayerWeights layer_weights(const LayerParams& p, const LayerBf16Weights* b);
 // fp32, where nothing is rounded).
 Operand as_input(const float* x, bf16* storage, int64_t n);
 
+// A linear's output gradient d_y (rows, cols) as the input of its two backward products, with its
+// bias gradient d_b (cols) accumulated: in fp32 bias_backward alone; under bf16 (storage not
+// nullptr) one pass also rounds d_y into storage (KernelTable::bias_backward_bf16).
+Operand output_gradient(float* d_b, const float* d_y, bf16* storage, int64_t rows, int64_t cols);
+
 // The part of a layer after attention, from ctx to out, is row-wise: the full layer runs it on its
 // N tokens, the first-token layer (first_token_layer.h) on its B first tokens. Its activations
 // (R rows; the members of the same names in LayerActivations and FirstTokenActivations):

@@ -63,7 +63,6 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
                                 const PackedBatch& batch, const EncoderDims& dims,
                                 const RngKey keys[3], const EncoderScratch& scratch,
                                 GradListener* listener, int layer) {
-  const KernelTable& k = kernels();
   const int64_t N = batch.N, B = batch.B, D = dims.attention.D;
   const LayerWeights w = layer_weights(p, w_b);
   const SplitQkv qkv = split_qkv(w.qkv, p.qkv_b, D);
@@ -91,18 +90,16 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
   // undo: q = x_first Wq^T + bq   (d_x_first into d_ctx's buffer, d_ctx being spent)
   float* d_x_first = d_ctx;
   {
-    const Operand d_y = as_input(d_q, grad_b, B * D);
+    const Operand d_y = output_gradient(d_q_b, d_q, grad_b, B, D);
     first_plans.q.backward_weights(d_q_w, d_y, Operand{a.x_first, a.x_first_b}, B);
-    k.bias_backward(d_q_b, d_q, B, D);
     first_plans.q.backward_data(d_x_first, d_y, qkv.q_w, B);
   }
   add_into(d_x_first, d_s1, B * D);  // residual branch of s1
   // undo: kv = x Wkv^T + bkv; then the first tokens' rows get their query and residual gradients
   {
-    const Operand d_y = as_input(d_kv, grad_b, N * 2 * D);
+    const Operand d_y = output_gradient(d_kv_b, d_kv, grad_b, N, 2 * D);
     first_plans.kv.backward_weights(d_kv_w, d_y, Operand{x, a.x_b}, N);
     progress_point(listener);
-    k.bias_backward(d_kv_b, d_kv, N, 2 * D);
     first_plans.kv.backward_data(d_x, d_y, qkv.kv_w, N);
   }
 #pragma omp parallel for schedule(static)

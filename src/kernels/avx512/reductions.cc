@@ -30,6 +30,14 @@ void bias_backward(float* d_b, const float* d_y, int64_t N, int64_t C) {
   }
 }
 
+// bias_backward and round_to_bf16 of the same d_y in one pass, with their bits.
+void bias_backward_bf16(bf16* d_y_b, float* d_b, const float* d_y, int64_t N, int64_t C) {
+  round_rows_and_sum_columns(d_y_b, d_b, N, C, [=](int64_t at, __mmask16 m) {
+    prefetch_ahead(d_y + at);
+    return _mm512_maskz_loadu_ps(m, d_y + at);
+  });
+}
+
 // sum(x^2) in double: fixed 64K-element blocks, per-block partials summed in order (the same
 // result for any thread count, which matters for gradient clipping across ranks).
 double sum_squares(const float* x, int64_t n) {

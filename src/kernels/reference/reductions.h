@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "kernels/reference/convert.h"
+
 namespace cpuft::reference {
 
 // d_b(C) += sum over rows of d_y(N, C).   (accumulate, rows in order)
@@ -10,6 +12,12 @@ template <typename T>
 void bias_backward(T* d_b, const T* d_y, int64_t N, int64_t C) {
   for (int64_t i = 0; i < N; ++i)
     for (int64_t j = 0; j < C; ++j) d_b[j] += d_y[i * C + j];
+}
+
+// bias_backward and round_to_bf16 of the same d_y, as one kernel (float only).
+inline void bias_backward_bf16(bf16* d_y_b, float* d_b, const float* d_y, int64_t N, int64_t C) {
+  bias_backward(d_b, d_y, N, C);
+  round_to_bf16(d_y_b, d_y, N * C);
 }
 
 // sum(x^2), accumulated in double whatever T.
