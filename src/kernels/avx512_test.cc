@@ -314,6 +314,29 @@ TEST_F(Avx512VsReference, Dropout) {
         simd().dropout_backward_kept(dx_s.data(), x.data(), kept.data(), p, n);
         expect_bitwise_equal(dx_s, dx_r, "dropout backward from kept values " + what);
       }
+  // The marking forward and the unmarking, on inputs of every sign and class: the same bits.
+  for (float p : {0.0f, 0.1f, 0.5f})
+    for (int64_t n : {1, 15, 64, 65, 1000}) {
+      FVec x = random_normal<float>(rng, n);
+      for (int64_t i = 0; i < n; i += 3) {
+        constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+        constexpr float kInf = std::numeric_limits<float>::infinity();
+        const float specials[] = {0.0f, -0.0f, kNaN, -kNaN, kInf, -kInf, 1e-40f, -1e-40f};
+        x[i] = specials[(i / 3) % 8];
+      }
+      const RngKey key{99, dropout_stream(4, 5, 6)};
+      const std::string what = "p=" + std::to_string(p) + " n=" + std::to_string(n);
+      FVec y_r(n), y_s(n), m_r = x, m_s = x;
+      ref.dropout_forward_marking(y_r.data(), m_r.data(), p, key, n);
+      simd().dropout_forward_marking(y_s.data(), m_s.data(), p, key, n);
+      expect_bitwise_equal(y_s, y_r, "dropout marking y " + what);
+      expect_bitwise_equal(m_s, m_r, "dropout marking x " + what);
+      FVec u_r(n), u_s(n), a_r(n), a_s(n);
+      ref.dropout_unmark(u_r.data(), a_r.data(), m_r.data(), p, n);
+      simd().dropout_unmark(u_s.data(), a_s.data(), m_r.data(), p, n);
+      expect_bitwise_equal(u_s, u_r, "dropout unmark y " + what);
+      expect_bitwise_equal(a_s, a_r, "dropout unmark x " + what);
+    }
   // p == 0 copies d_y whatever kept holds.
   const FVec d_y = random_normal<float>(rng, 100), zeros(100, 0.0f);
   for (const KernelTable* t : {&ref, &simd()}) {

@@ -40,6 +40,8 @@ constexpr KernelTable kReferenceTable{
     .dropout_forward = &reference::dropout_forward<float>,
     .dropout_backward = &reference::dropout_backward<float>,
     .dropout_backward_kept = &reference::dropout_backward_kept<float>,
+    .dropout_forward_marking = &reference::dropout_forward_marking,
+    .dropout_unmark = &reference::dropout_unmark,
     .bias_backward = &reference::bias_backward<float>,
     .bias_backward_bf16 = &reference::bias_backward_bf16,
     .cross_entropy_forward_backward = &reference::cross_entropy_forward_backward<float>,
@@ -69,6 +71,8 @@ constexpr KernelTable kAvx512Table{
     .dropout_forward = &avx512::dropout_forward,
     .dropout_backward = &avx512::dropout_backward,
     .dropout_backward_kept = &avx512::dropout_backward_kept,
+    .dropout_forward_marking = &avx512::dropout_forward_marking,
+    .dropout_unmark = &avx512::dropout_unmark,
     .bias_backward = &avx512::bias_backward,
     .bias_backward_bf16 = &avx512::bias_backward_bf16,
     .cross_entropy_forward_backward = &avx512::cross_entropy_forward_backward,
@@ -147,6 +151,8 @@ KernelTable timed(const KernelTable& plain) {
   CPUFT_TIME_KERNEL(dropout_forward);
   CPUFT_TIME_KERNEL(dropout_backward);
   CPUFT_TIME_KERNEL(dropout_backward_kept);
+  CPUFT_TIME_KERNEL(dropout_forward_marking);
+  CPUFT_TIME_KERNEL(dropout_unmark);
   CPUFT_TIME_KERNEL(bias_backward);
   CPUFT_TIME_KERNEL(bias_backward_bf16);
   CPUFT_TIME_KERNEL(cross_entropy_forward_backward);

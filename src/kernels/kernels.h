@@ -101,6 +101,14 @@ struct KernelTable {
   // its parallel loop); d_x may alias d_y.
   void (*dropout_backward_kept)(float* d_x, const float* d_y, const float* kept, float p,
                                 int64_t n);
+  // Attention keeps its probabilities P (>= 0) for backward, which needs both P and the dropped
+  // P_used = dropout(P). dropout_forward_marking writes y = dropout_forward(x) and records the mask
+  // in x's sign bits: x[i] = kept ? |x[i]| : -|x[i]| (y may not alias x; p == 0 copies, marks
+  // nothing). dropout_unmark gives both back without drawing the mask again: x_abs = |marked|,
+  // y = 0 where marked's sign bit is set, else |marked| / (1 - p); for x >= 0 the bits of x and of
+  // the forward's y. It runs on the calling thread only; none of its pointers may alias.
+  void (*dropout_forward_marking)(float* y, float* x, float p, RngKey key, int64_t n);
+  void (*dropout_unmark)(float* y, float* x_abs, const float* marked, float p, int64_t n);
 
   // d_b(C) += sum over rows of d_y(N, C).   (accumulate)
   void (*bias_backward)(float* d_b, const float* d_y, int64_t N, int64_t C);

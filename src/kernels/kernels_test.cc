@@ -289,6 +289,44 @@ TEST(Dropout, MaskFractionScaleAndBackward) {
     }
 }
 
+// Attention's probabilities (>= 0, exact zeros among them) keep their dropout mask in their sign
+// bits: the marking forward's y is dropout_forward's, the mask is the drawn one, and unmarking
+// gives back the probabilities and y bit for bit, without the key.
+TEST(Dropout, MarkedProbabilitiesGiveBackTheMaskWithoutDrawingIt) {
+  std::mt19937 rng(19);
+  const int64_t n = 4099;
+  for (const KernelTable* t : tables())
+    for (float p : {0.1f, 0.5f}) {
+      FVec x = random_uniform<float>(rng, n, 0.0, 1.0);
+      for (int64_t i = 0; i < n; i += 97) x[i] = 0.0f;
+      for (int64_t i = 50; i < n; i += 101) x[i] = 1e-40f;  // denormal
+      const RngKey key{77, dropout_stream(1, 2, 3)};
+      const std::string what = std::string(t->isa) + " p=" + std::to_string(p);
+      FVec want(n), y(n), marked = x;
+      t->dropout_forward(want.data(), x.data(), p, key, n);
+      t->dropout_forward_marking(y.data(), marked.data(), p, key, n);
+      expect_bitwise_equal(y, want, "forward " + what);
+      for (int64_t i = 0; i < n; ++i) {
+        const bool keep = uniform_at(key, static_cast<uint64_t>(i)) >= p;
+        ASSERT_EQ(std::signbit(marked[i]), !keep) << what << " i=" << i;
+        ASSERT_EQ(std::bit_cast<uint32_t>(std::fabs(marked[i])), std::bit_cast<uint32_t>(x[i]))
+            << what << " i=" << i;
+      }
+      FVec y_again(n), x_again(n);
+      t->dropout_unmark(y_again.data(), x_again.data(), marked.data(), p, n);
+      expect_bitwise_equal(y_again, want, "unmarked y " + what);
+      expect_bitwise_equal(x_again, x, "unmarked x " + what);
+    }
+  // p == 0: a copy; nothing is marked.
+  for (const KernelTable* t : tables()) {
+    const FVec x = random_uniform<float>(rng, 100, 0.0, 1.0);
+    FVec y(100), marked = x;
+    t->dropout_forward_marking(y.data(), marked.data(), 0.0f, RngKey{1, 2}, 100);
+    expect_bitwise_equal(y, x, std::string(t->isa) + " p = 0 copies");
+    expect_bitwise_equal(marked, x, std::string(t->isa) + " p = 0 marks nothing");
+  }
+}
+
 // Element-wise kernels may run in place (output == input): same result as out of place.
 TEST(InPlace, ElementwiseKernels) {
   std::mt19937 rng(17);

@@ -42,6 +42,10 @@ void block_probabilities(const KernelTable& k, float* p, const float* q, const f
 
 }  // namespace
 
+int64_t attention_scratch_floats(int64_t T) {
+  return (3 * T * T + 15) / 16 * 16;
+}
+
 RngKey block_key(RngKey key, const int64_t* sample_ids, int64_t s, int64_t H, int64_t h) {
   return sequence_key(key, sample_ids[s] * H + h);
 }
@@ -75,9 +79,9 @@ void attention_forward(float* ctx, float* probs, const float* qkv, const int64_t
     float* p = probs != nullptr ? probs + prob_offsets[s] + h * T * T : thread_scratch + T * T;
     block_probabilities(k, p, q, kk, ld_qkv, T, Dh, scale, dims.window);
     const float* p_used = p;
-    if (dropout_p > 0) {
+    if (dropout_p > 0) {  // P_used = dropout(P); P keeps the mask in its sign bits for backward
       float* p_drop = thread_scratch;
-      k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
+      k.dropout_forward_marking(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
       p_used = p_drop;
     }
     // ctx = P V  -> (T, Dh) at columns h*Dh of ctx (ld D).
@@ -108,15 +112,19 @@ void attention_backward(float* d_qkv, const float* d_ctx, const float* qkv, cons
     float* thread_scratch = scratch + omp_get_thread_num() * scratch_per_thread;
     float* d_p = thread_scratch;  // (T, T)
     const float* p = probs != nullptr ? probs + prob_offsets[s] + h * T * T : nullptr;
-    if (p == nullptr) {  // recompute the forward's probabilities
-      float* recomputed = thread_scratch + 2 * T * T;
-      block_probabilities(k, recomputed, q, kk, ld_qkv, T, Dh, scale, dims.window);
-      p = recomputed;
-    }
+    float* p_plain = thread_scratch + 2 * T * T;  // P recomputed, or P without the mask's signs
+    float* p_drop = thread_scratch + T * T;
     const float* p_used = p;
-    if (dropout_p > 0) {  // regenerate the forward's dropped probabilities
-      float* p_drop = thread_scratch + T * T;
-      k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
+    if (p == nullptr) {  // recompute the forward's probabilities, and draw its mask again
+      block_probabilities(k, p_plain, q, kk, ld_qkv, T, Dh, scale, dims.window);
+      p = p_plain;
+      if (dropout_p > 0) {
+        k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
+        p_used = p_drop;
+      }
+    } else if (dropout_p > 0) {  // the forward's P and P_used, from the mask in P's sign bits
+      k.dropout_unmark(p_drop, p_plain, p, dropout_p, T * T);
+      p = p_plain;
       p_used = p_drop;
     }
     // undo ctx = P_used V:  d_V = P_used^T d_ctx,  d_P_used = d_ctx V^T
@@ -153,9 +161,9 @@ void first_query_attention_forward(float* ctx, float* probs, const float* q, con
     strided_gemm(false, true, 1, T, Dh, scale, q_row, D, kk, ld_kv, 0.0f, p, T);
     k.softmax_forward(p, p, 1, T);
     const float* p_used = p;
-    if (dropout_p > 0) {
+    if (dropout_p > 0) {  // as attention_forward: the mask kept in p's sign bits
       float* p_drop = scratch + omp_get_thread_num() * scratch_per_thread;
-      k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T);
+      k.dropout_forward_marking(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T);
       p_used = p_drop;
     }
     // ctx = p V  -> (1, Dh) at columns h*Dh of ctx row s (ld D).
@@ -165,9 +173,8 @@ void first_query_attention_forward(float* ctx, float* probs, const float* q, con
 
 void first_query_attention_backward(float* d_q, float* d_kv, const float* d_ctx, const float* q,
                                     const float* kv, const float* probs, const int64_t* seq_offsets,
-                                    const int64_t* sample_ids, int64_t B, const AttentionDims& dims,
-                                    float dropout_p, RngKey key, float* scratch,
-                                    int64_t scratch_per_thread) {
+                                    int64_t B, const AttentionDims& dims, float dropout_p,
+                                    float* scratch, int64_t scratch_per_thread) {
   CPUFT_PROFILE("attention_first.bwd");
   const KernelTable& k = kernels();
   const int64_t D = dims.D, H = dims.H, Dh = dims.Dh, ld_kv = 2 * D;
@@ -187,9 +194,11 @@ void first_query_attention_backward(float* d_q, float* d_kv, const float* d_ctx,
     float* thread_scratch = scratch + omp_get_thread_num() * scratch_per_thread;
     float* d_p = thread_scratch;  // (1, T)
     const float* p_used = p;
-    if (dropout_p > 0) {  // regenerate the forward's dropped probabilities
+    if (dropout_p > 0) {  // the forward's p and p_used, from the mask in p's sign bits
       float* p_drop = thread_scratch + T;
-      k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T);
+      float* p_plain = thread_scratch + 2 * T;
+      k.dropout_unmark(p_drop, p_plain, p, dropout_p, T);
+      p = p_plain;
       p_used = p_drop;
     }
     // undo ctx = p_used V:  d_V = p_used^T d_ctx (an outer product),  d_p_used = d_ctx V^T

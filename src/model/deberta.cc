@@ -498,10 +498,10 @@ void DebertaClassifier::backward(const ModelParams& p, const ModelParams& g,
                      step.packed.token_rows(D), N, step.dims, keys, s.scratch, listener, l);
     // undo: ctx = disentangled_attention(qkv, pos)
     if (c.relative_attention) std::fill_n(s.d_pos + r0 * 2 * D, R * 2 * D, 0.0f);
-    disentangled_attention_backward(
-        d_qkv, s.d_pos, d_ctx, a.qkv, s.pos[ul], a.probs, batch.seq_offsets.data(),
-        s.prob_offsets.data(), s.sample_ids, B, step.attention, step.dims.attention_dropout,
-        keys[kAttentionProbs], s.scratch.attention, s.scratch.attention_per_thread);
+    disentangled_attention_backward(d_qkv, s.d_pos, d_ctx, a.qkv, s.pos[ul], a.probs,
+                                    batch.seq_offsets.data(), s.prob_offsets.data(), B,
+                                    step.attention, step.dims.attention_dropout,
+                                    s.scratch.attention, s.scratch.attention_per_thread);
     progress_point(listener);
     // undo: qkv = x Wqkv^T + bqkv
     {

@@ -9,9 +9,12 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/check.h"
+#include "core/rng.h"
+#include "model/attention.h"
 #include "model/disentangled_attention.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
@@ -77,9 +80,11 @@ TEST(DebertaRelativePositions, RowsAreClampedAndMonotone) {
 
 // HF's DisentangledSelfAttention in double, written as transformers computes it: c2p gathers
 // clamp(bucket(i - j) + S) from Q pk^T, p2c gathers clamp(-bucket(j - i) + S) from K pq^T and
-// transposes.
+// transposes. With dropout_p > 0 the probabilities are dropped with the kernels' masks (block
+// (s, h) keyed by attention.h's block_key, element i * T + j; sample ids 0, 1).
 std::vector<double> twin_forward(const std::vector<double>& qkv, const std::vector<double>& pos,
-                                 const ModelConfig& c) {
+                                 const ModelConfig& c, float dropout_p = 0.0f, RngKey key = {}) {
+  const int64_t sample_ids[] = {0, 1};
   const int64_t S = c.relative_span();
   const double scale =
       1.0 / std::sqrt(static_cast<double>(kDh) *
@@ -118,9 +123,14 @@ std::vector<double> twin_forward(const std::vector<double>& qkv, const std::vect
         }
         double total = 0;
         for (double& x : score) total += (x = std::exp(x - top));
-        for (int64_t j = 0; j < T; ++j)
+        const RngKey block = block_key(key, sample_ids, static_cast<int64_t>(s), kH, h);
+        for (int64_t j = 0; j < T; ++j) {
+          const bool kept =
+              dropout_p == 0.0f || uniform_at(block, static_cast<uint64_t>(i * T + j)) >= dropout_p;
+          const double dropped = kept ? 1.0 / (1.0 - static_cast<double>(dropout_p)) : 0.0;
           for (int64_t d = 0; d < kDh; ++d)
-            ctx[(start + i) * kD + h * kDh + d] += score[j] / total * v(j, d);
+            ctx[(start + i) * kD + h * kDh + d] += score[j] / total * dropped * v(j, d);
+        }
       }
     }
   }
@@ -132,7 +142,8 @@ struct KernelRun {
 };
 
 KernelRun run_kernel(const std::vector<float>& qkv, const std::vector<float>& pos,
-                     const std::vector<float>& d_ctx, const ModelConfig& c) {
+                     const std::vector<float>& d_ctx, const ModelConfig& c, float dropout_p,
+                     RngKey key) {
   const RelativePositions positions(c, 11);
   const int factor = 1 + (c.content_to_position ? 1 : 0) + (c.position_to_content ? 1 : 0);
   const DisentangledDims dims{AttentionDims{kD, kH, kDh}, c.content_to_position,
@@ -148,19 +159,20 @@ KernelRun run_kernel(const std::vector<float>& qkv, const std::vector<float>& po
   run.probs.assign(static_cast<size_t>(prob_offsets[B]), 0.0f);
   disentangled_attention_forward(run.ctx.data(), run.probs.data(), qkv.data(), pos.data(),
                                  kOffsets.data(), prob_offsets.data(), sample_ids.data(), B, dims,
-                                 0.0f, RngKey{}, scratch.data(), per_thread);
+                                 dropout_p, key, scratch.data(), per_thread);
   run.d_qkv.assign(qkv.size(), 0.0f);
   run.d_pos.assign(pos.size(), 0.0f);
-  disentangled_attention_backward(run.d_qkv.data(), run.d_pos.data(), d_ctx.data(), qkv.data(),
-                                  pos.data(), run.probs.data(), kOffsets.data(),
-                                  prob_offsets.data(), sample_ids.data(), B, dims, 0.0f, RngKey{},
-                                  scratch.data(), per_thread);
+  disentangled_attention_backward(
+      run.d_qkv.data(), run.d_pos.data(), d_ctx.data(), qkv.data(), pos.data(), run.probs.data(),
+      kOffsets.data(), prob_offsets.data(), B, dims, dropout_p, scratch.data(), per_thread);
   return run;
 }
 
 class DisentangledAttention
     : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, bool, bool>> {};
 
+// Without dropout and with it (backward reads the forward's masks off the stored probabilities'
+// sign bits; the twin draws them).
 TEST_P(DisentangledAttention, ForwardAndBackwardMatchTheTwin) {
   const auto [buckets, max_relative, c2p, p2c] = GetParam();
   const ModelConfig c = relative_config(buckets, max_relative, c2p, p2c);
@@ -168,48 +180,52 @@ TEST_P(DisentangledAttention, ForwardAndBackwardMatchTheTwin) {
   const std::vector<float> qkv = random_values(static_cast<size_t>(N * 3 * kD), 11);
   const std::vector<float> pos = random_values(static_cast<size_t>(S2 * 2 * kD), 12);
   const std::vector<float> d_ctx = random_values(static_cast<size_t>(N * kD), 13);
-  const KernelRun run = run_kernel(qkv, pos, d_ctx, c);
+  const RngKey key{21, 22};
+  for (const float dropout_p : {0.0f, 0.3f}) {
+    SCOPED_TRACE("dropout " + std::to_string(dropout_p));
+    const KernelRun run = run_kernel(qkv, pos, d_ctx, c, dropout_p, key);
 
-  const std::vector<double> qkv64(qkv.begin(), qkv.end()), pos64(pos.begin(), pos.end());
-  const std::vector<double> want = twin_forward(qkv64, pos64, c);
-  double worst = 0, norm = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, std::abs(want[i] - run.ctx[i]));
-    norm = std::max(norm, std::abs(want[i]));
-  }
-  EXPECT_LE(worst, 2e-6 * norm);
-
-  // Gradients of L = <ctx, d_ctx> by central differences of the twin.
-  auto loss = [&](const std::vector<double>& q, const std::vector<double>& p) {
-    const std::vector<double> out = twin_forward(q, p, c);
-    double sum = 0;
-    for (size_t i = 0; i < out.size(); ++i) sum += out[i] * d_ctx[i];
-    return sum;
-  };
-  const double h = 1e-5;
-  auto check = [&](std::vector<double> q, std::vector<double> p, bool of_pos,
-                   const std::vector<float>& analytic, const char* what) {
-    std::vector<double>& x = of_pos ? p : q;
-    double err = 0, scale = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double keep = x[i];
-      x[i] = keep + h;
-      const double up = loss(q, p);
-      x[i] = keep - h;
-      const double down = loss(q, p);
-      x[i] = keep;
-      const double numeric = (up - down) / (2 * h);
-      err = std::max(err, std::abs(numeric - analytic[i]));
-      scale = std::max(scale, std::abs(numeric));
+    const std::vector<double> qkv64(qkv.begin(), qkv.end()), pos64(pos.begin(), pos.end());
+    const std::vector<double> want = twin_forward(qkv64, pos64, c, dropout_p, key);
+    double worst = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      worst = std::max(worst, std::abs(want[i] - run.ctx[i]));
+      norm = std::max(norm, std::abs(want[i]));
     }
-    EXPECT_GT(scale, 0.0) << what;
-    EXPECT_LE(err, 1e-4 * scale) << what;
-  };
-  check(qkv64, pos64, false, run.d_qkv, "d_qkv");
-  if (c2p || p2c) {
-    check(qkv64, pos64, true, run.d_pos, "d_pos");
-  } else {
-    for (float x : run.d_pos) ASSERT_EQ(x, 0.0f);
+    EXPECT_LE(worst, 2e-6 * norm);
+
+    // Gradients of L = <ctx, d_ctx> by central differences of the twin (its masks fixed).
+    auto loss = [&](const std::vector<double>& q, const std::vector<double>& p) {
+      const std::vector<double> out = twin_forward(q, p, c, dropout_p, key);
+      double sum = 0;
+      for (size_t i = 0; i < out.size(); ++i) sum += out[i] * d_ctx[i];
+      return sum;
+    };
+    const double h = 1e-5;
+    auto check = [&](std::vector<double> q, std::vector<double> p, bool of_pos,
+                     const std::vector<float>& analytic, const char* what) {
+      std::vector<double>& x = of_pos ? p : q;
+      double err = 0, scale = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double keep = x[i];
+        x[i] = keep + h;
+        const double up = loss(q, p);
+        x[i] = keep - h;
+        const double down = loss(q, p);
+        x[i] = keep;
+        const double numeric = (up - down) / (2 * h);
+        err = std::max(err, std::abs(numeric - analytic[i]));
+        scale = std::max(scale, std::abs(numeric));
+      }
+      EXPECT_GT(scale, 0.0) << what;
+      EXPECT_LE(err, 1e-4 * scale) << what;
+    };
+    check(qkv64, pos64, false, run.d_qkv, "d_qkv");
+    if (c2p || p2c) {
+      check(qkv64, pos64, true, run.d_pos, "d_pos");
+    } else {
+      for (float x : run.d_pos) ASSERT_EQ(x, 0.0f);
+    }
   }
 }
 

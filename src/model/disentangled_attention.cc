@@ -39,7 +39,8 @@ RelativePositions::RelativePositions(const ModelConfig& c, int64_t max_len)
 }
 
 int64_t disentangled_scratch_floats(int64_t T) {
-  return (6 * T * T + 15) / 16 * 16;  // backward: dP, dropped P, two (T, W <= 2T - 1) gradients
+  // backward: dP, dropped P, P without the mask's signs, two (T, W <= 2T - 1) gradients
+  return (7 * T * T + 15) / 16 * 16;
 }
 
 void disentangled_attention_forward(float* ctx, float* probs, const float* qkv, const float* pos,
@@ -82,8 +83,8 @@ void disentangled_attention_forward(float* ctx, float* probs, const float* qkv, 
     }
     k.softmax_forward(p, p, T, T);
     const float* p_used = p;
-    if (dropout_p > 0) {
-      k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
+    if (dropout_p > 0) {  // as attention_forward: the mask kept in P's sign bits
+      k.dropout_forward_marking(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
       p_used = p_drop;
     }
     // ctx = P V  -> (T, Dh) at columns h*Dh of ctx (ld D).
@@ -95,8 +96,7 @@ void disentangled_attention_forward(float* ctx, float* probs, const float* qkv, 
 void disentangled_attention_backward(float* d_qkv, float* d_pos, const float* d_ctx,
                                      const float* qkv, const float* pos, const float* probs,
                                      const int64_t* seq_offsets, const int64_t* prob_offsets,
-                                     const int64_t* sample_ids, int64_t B,
-                                     const DisentangledDims& dims, float dropout_p, RngKey key,
+                                     int64_t B, const DisentangledDims& dims, float dropout_p,
                                      float* scratch, int64_t scratch_per_thread) {
   CPUFT_PROFILE("disentangled_attention.bwd");
   const KernelTable& k = kernels();
@@ -123,12 +123,14 @@ void disentangled_attention_backward(float* d_qkv, float* d_pos, const float* d_
       float* d_pk = d_pos != nullptr ? d_pq + D : nullptr;
       const float* d_c = d_ctx + start * D + h * Dh;  // (T, Dh), ld D
       const float* p = probs + prob_offsets[s] + h * T * T;
-      float* p_drop = d_p + T * T;    // (T, T)
-      float* d_c2p = p_drop + T * T;  // (T, W)
-      float* d_p2c = d_c2p + T * W;   // (T, W)
+      float* p_drop = d_p + T * T;      // (T, T)
+      float* p_plain = p_drop + T * T;  // (T, T)
+      float* d_c2p = p_plain + T * T;   // (T, W)
+      float* d_p2c = d_c2p + T * W;     // (T, W)
       const float* p_used = p;
-      if (dropout_p > 0) {  // regenerate the forward's dropped probabilities
-        k.dropout_forward(p_drop, p, dropout_p, block_key(key, sample_ids, s, H, h), T * T);
+      if (dropout_p > 0) {  // the forward's P and P_used, from the mask in P's sign bits
+        k.dropout_unmark(p_drop, p_plain, p, dropout_p, T * T);
+        p = p_plain;
         p_used = p_drop;
       }
       // undo ctx = P_used V:  d_V = P_used^T d_ctx,  d_P_used = d_ctx V^T

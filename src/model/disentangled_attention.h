@@ -63,8 +63,9 @@ struct DisentangledDims {
 int64_t disentangled_scratch_floats(int64_t T);
 
 // ctx (N, D) from qkv (N, 3D) and pos (2S, 2D; only the rows the batch reaches are read). Writes
-// probs (layout of attention_prob_offsets) before dropout; the dropout masks are attention.h's
-// (one stream per sequence and head), so backward regenerates them.
+// probs (layout of attention_prob_offsets) before dropout, the dropped ones with their sign bit
+// set; the dropout masks are attention.h's (one stream per sequence and head), and backward reads
+// them off those signs (KernelTable::dropout_unmark).
 void disentangled_attention_forward(float* ctx, float* probs, const float* qkv, const float* pos,
                                     const int64_t* seq_offsets, const int64_t* prob_offsets,
                                     const int64_t* sample_ids, int64_t B,
@@ -76,8 +77,7 @@ void disentangled_attention_forward(float* ctx, float* probs, const float* qkv, 
 void disentangled_attention_backward(float* d_qkv, float* d_pos, const float* d_ctx,
                                      const float* qkv, const float* pos, const float* probs,
                                      const int64_t* seq_offsets, const int64_t* prob_offsets,
-                                     const int64_t* sample_ids, int64_t B,
-                                     const DisentangledDims& dims, float dropout_p, RngKey key,
+                                     int64_t B, const DisentangledDims& dims, float dropout_p,
                                      float* scratch, int64_t scratch_per_thread);
 
 }  // namespace cpuft

@@ -82,9 +82,8 @@ void first_token_layer_backward(float* d_x, const float* d_out, const float* x,
   rowwise_backward(d_ctx, d_s1, d_out, rowwise_view(a), p, g, w, grad_b, plans,
                    first_rows(batch, D), B, dims, keys, scratch, listener, layer);
   // undo: ctx = attention(q over its sequence's kv)
-  first_query_attention_backward(d_q, d_kv, d_ctx, a.q, a.kv, a.probs, batch.seq_offsets,
-                                 batch.sample_ids, B, dims.attention, dims.attention_dropout,
-                                 keys[kAttentionProbs], scratch.attention,
+  first_query_attention_backward(d_q, d_kv, d_ctx, a.q, a.kv, a.probs, batch.seq_offsets, B,
+                                 dims.attention, dims.attention_dropout, scratch.attention,
                                  scratch.attention_per_thread);
   progress_point(listener);
   // undo: q = x_first Wq^T + bq   (d_x_first into d_ctx's buffer, d_ctx being spent)

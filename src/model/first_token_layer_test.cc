@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "model/attention.h"
 
 namespace cpuft {
 namespace {
@@ -116,7 +117,7 @@ void run_twins(float dropout) {
   for (float*& p : scratch.nd) p = buf.get(N * D);
   scratch.nf = buf.get(N * F);
   scratch.n3d = buf.get(N * 3 * D);
-  scratch.attention_per_thread = 2 * T * T;
+  scratch.attention_per_thread = attention_scratch_floats(T);
   scratch.attention = buf.get(scratch.attention_per_thread * omp_get_max_threads());
   const EncoderPlans plans{LinearPlans(N, D, 3 * D), LinearPlans(N, D, D), LinearPlans(N, D, F),
                            LinearPlans(N, F, D)};

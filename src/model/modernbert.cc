@@ -143,7 +143,7 @@ struct ModernBuffers {
     nf = a.take(N * F);
     n2f = a.take(N * 2 * F);
     n3d = a.take(N * 3 * D);
-    attention_per_thread = (2 * T * T + 15) / 16 * 16;
+    attention_per_thread = attention_scratch_floats(T);
     attention = a.take(attention_per_thread * omp_get_max_threads());
     zeros = a.take(D);
     junk = a.take(D);

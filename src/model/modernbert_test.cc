@@ -118,7 +118,7 @@ struct WindowedAttention {
       : dims{kD, kH, kDh, window},
         prob_offsets(3),
         sample_ids{0, 1},
-        per_thread(2 * 11 * 11),
+        per_thread(attention_scratch_floats(11)),
         scratch(static_cast<size_t>(per_thread * omp_get_max_threads())) {
     attention_prob_offsets(prob_offsets.data(), kOffsets.data(), 2, kH);
     probs.resize(static_cast<size_t>(prob_offsets.back()));
@@ -215,7 +215,7 @@ TEST(Attention, RecomputedProbabilitiesGiveTheSameBits) {
   const std::vector<float> d_ctx = random_values(static_cast<size_t>(16 * kD), 8);
   for (int64_t window : {-1, 3}) {
     WindowedAttention stored(window);
-    const int64_t per_thread = 3 * 11 * 11;
+    const int64_t per_thread = attention_scratch_floats(11);
     std::vector<float> scratch(static_cast<size_t>(per_thread * omp_get_max_threads()));
     const float p_drop = 0.25f;
     const RngKey key{3, 4};

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "kernels/kernels.h"
 #include "model/arena_carver.h"
+#include "model/attention.h"
 #include "model/deberta.h"
 #include "model/dropout_streams.h"
 #include "model/encoder_layer.h"
@@ -119,8 +120,7 @@ struct ClassifierBuffers {
     for (float*& p : scratch.nd) p = a.take(N * D);
     scratch.nf = a.take(N * F);
     scratch.n3d = a.take(N * 3 * D);
-    // 2 T^2 (scores and dropout), 3 T^2 when backward recomputes the probabilities.
-    scratch.attention_per_thread = ((limits.recompute ? 3 : 2) * T * T + 15) / 16 * 16;
+    scratch.attention_per_thread = attention_scratch_floats(T);
     scratch.attention = a.take(scratch.attention_per_thread * omp_get_max_threads());
     return a.used();
   }

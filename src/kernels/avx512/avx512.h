@@ -35,6 +35,8 @@ void softmax_backward(float* d_x, const float* d_y, const float* y, int64_t N, i
 void dropout_forward(float* y, const float* x, float p, RngKey key, int64_t n);
 void dropout_backward(float* d_x, const float* d_y, float p, RngKey key, int64_t n);
 void dropout_backward_kept(float* d_x, const float* d_y, const float* kept, float p, int64_t n);
+void dropout_forward_marking(float* y, float* x, float p, RngKey key, int64_t n);
+void dropout_unmark(float* y, float* x_abs, const float* marked, float p, int64_t n);
 void bias_backward(float* d_b, const float* d_y, int64_t N, int64_t C);
 void bias_backward_bf16(bf16* d_y_b, float* d_b, const float* d_y, int64_t N, int64_t C);
 float cross_entropy_forward_backward(float* d_logits, const float* logits, const int32_t* labels,

@@ -55,11 +55,15 @@ inline void philox16(RngKey key, uint64_t first_block, __m512i w[4]) {
 
 // 64 elements [64c, 64c + 64) are the 4 words of blocks 16c .. 16c+15: element 4b + k is word k
 // of block b. Transposes the words to element order and applies the mask.
-void dropout_span(float* y, const float* x, float p, float scale, RngKey key, int64_t n) {
+// Mark: also writes x back with the sign bit set where dropped and cleared where kept
+// (dropout_forward_marking).
+template <bool Mark>
+void dropout_span(float* y, float* x, float p, float scale, RngKey key, int64_t n) {
   const int64_t chunks = (n + 63) / 64;
   const __m512 vp = _mm512_set1_ps(p);
   const __m512 vscale = _mm512_set1_ps(scale);
   const __m512 to_unit = _mm512_set1_ps(1.0f / 16777216.0f);
+  const __m512 sign_bit = _mm512_set1_ps(-0.0f);
   // Stage 1 interleaves words 0/1 and 2/3 of 8 blocks; stage 2 interleaves those pairs.
   const __m512i lo_pairs = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const __m512i hi_pairs =
@@ -88,10 +92,20 @@ void dropout_span(float* y, const float* x, float p, float scale, RngKey key, in
       // uniform_from_bits: (bits >> 8) * 2^-24, exact in float, so the comparison matches.
       const __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(words[q], 8)), to_unit);
       const __mmask16 keep = _mm512_cmp_ps_mask(u, vp, _CMP_GE_OQ) & m;
-      const __m512 out = _mm512_maskz_mul_ps(keep, _mm512_maskz_loadu_ps(m, x + i), vscale);
-      _mm512_mask_storeu_ps(y + i, m, out);
+      const __m512 in = _mm512_maskz_loadu_ps(m, x + i);
+      _mm512_mask_storeu_ps(y + i, m, _mm512_maskz_mul_ps(keep, in, vscale));
+      if constexpr (Mark) {
+        const __m512 magnitude = _mm512_andnot_ps(sign_bit, in);
+        _mm512_mask_storeu_ps(
+            x + i, m, _mm512_mask_blend_ps(keep, _mm512_or_ps(magnitude, sign_bit), magnitude));
+      }
     }
   }
+}
+
+// 1/(1-p) rounded once from double, as reference::dropout_scale.
+float dropout_scale(float p) {
+  return static_cast<float>(1.0 / (1.0 - static_cast<double>(p)));
 }
 
 void copy(float* y, const float* x, int64_t n) {
@@ -106,10 +120,32 @@ void copy(float* y, const float* x, int64_t n) {
 
 }  // namespace
 
-// y may alias x. Scale 1/(1-p) rounded from double, as reference::dropout_scale.
+// y may alias x.
 void dropout_forward(float* y, const float* x, float p, RngKey key, int64_t n) {
   if (p == 0.0f) return copy(y, x, n);
-  dropout_span(y, x, p, static_cast<float>(1.0 / (1.0 - static_cast<double>(p))), key, n);
+  // Mark = false only reads x: the cast lets both forms share one body.
+  dropout_span<false>(y, const_cast<float*>(x), p, dropout_scale(p), key, n);
+}
+
+// y may not alias x.
+void dropout_forward_marking(float* y, float* x, float p, RngKey key, int64_t n) {
+  if (p == 0.0f) return copy(y, x, n);
+  dropout_span<true>(y, x, p, dropout_scale(p), key, n);
+}
+
+// Not parallel: it runs on blocks of attention, inside their parallel loop.
+void dropout_unmark(float* y, float* x_abs, const float* marked, float p, int64_t n) {
+  const __m512 vscale = _mm512_set1_ps(dropout_scale(p));
+  const __m512 sign_bit = _mm512_set1_ps(-0.0f);
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __mmask16 m = lanes_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, marked + i);
+    const __mmask16 kept =
+        static_cast<__mmask16>(~_mm512_movepi32_mask(_mm512_castps_si512(v)) & m);
+    const __m512 magnitude = _mm512_andnot_ps(sign_bit, v);
+    _mm512_mask_storeu_ps(x_abs + i, m, magnitude);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_maskz_mul_ps(kept, magnitude, vscale));
+  }
 }
 
 void dropout_backward(float* d_x, const float* d_y, float p, RngKey key, int64_t n) {
@@ -120,7 +156,7 @@ void dropout_backward(float* d_x, const float* d_y, float p, RngKey key, int64_t
 // loop (p == 0, which attention never passes, is copy's parallel loop).
 void dropout_backward_kept(float* d_x, const float* d_y, const float* kept, float p, int64_t n) {
   if (p == 0.0f) return copy(d_x, d_y, n);
-  const __m512 vscale = _mm512_set1_ps(static_cast<float>(1.0 / (1.0 - static_cast<double>(p))));
+  const __m512 vscale = _mm512_set1_ps(dropout_scale(p));
   for (int64_t i = 0; i < n; i += kLanes) {
     const __mmask16 m = lanes_mask(n - i);
     // kept != 0, unordered (NaN) counting as nonzero, as the reference's `!=` does.
