@@ -112,6 +112,26 @@ printf '{"broken' >"$work/peaks.json"
   python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$work/peaks.json" &&
   pass || fail "a broken peak cache: $(grep -E '^(compute|error)' "$work/recached.log")"
 
+# 1b'. A cached peak far below this machine's (a probe taken in a slow moment) makes MFU read above
+#      100%: the run probes again once, says so, logs MFU over the new peak and caches it.
+python3 - "$work/peaks.json" <<'PY'
+import json, sys
+cache = json.load(open(sys.argv[1]))
+for entry in cache.values():
+    entry["gflops"] /= 1e6
+json.dump(cache, open(sys.argv[1], "w"))
+PY
+"$cpuft" train "${train_flags[@]}" --max_steps 3 --logging_steps 1 --save_strategy no \
+  --output_dir "$work/low-peak" >"$work/low-peak.log" 2>&1 &&
+  [ "$(grep -c '^compute peak: MFU read ' "$work/low-peak.log")" = 1 ] &&
+  grep -qE "^compute peak: MFU read [0-9.]+% against [0-9.e-]+ GFLOP/s, so that probe read low; probed again: [0-9.]+ GFLOP/s [A-Za-z0-9_ -]+ \(saved to $work/peaks.json\); MFU from here on is over it$" "$work/low-peak.log" &&
+  python3 - "$work/low-peak/log.jsonl" "$work/peaks.json" <<'PY' && pass || fail "an MFU above 100%: $(grep -E '^(compute|step|error)' "$work/low-peak.log")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+assert len(lines) == 3 and all(0 < e["mfu"] <= 1.5 for e in lines), lines
+assert all(e["gflops"] > 1 for e in json.load(open(sys.argv[2])).values())
+PY
+
 # 1c. A probe whose threads share their cores with other processes reads low: it is used, said so
 #     in the line, and not cached. Busy loops, two per core, take at least two thirds of each core
 #     (four loops on two cores: 31-33%, the peak read 128 against 428 GFLOP/s quiet); a bad
