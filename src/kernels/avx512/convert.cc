@@ -11,6 +11,7 @@ void round_to_bf16(bf16* y, const float* x, int64_t n) {
 #pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
   for (int64_t v = 0; v < vectors; ++v) {
     const __mmask16 m = lanes_mask(n - v * kLanes);
+    prefetch_ahead(x + v * kLanes);
     _mm256_mask_storeu_epi16(out + v * kLanes, m,
                              bf16_bits_ps(_mm512_maskz_loadu_ps(m, x + v * kLanes)));
   }

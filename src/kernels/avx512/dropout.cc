@@ -92,6 +92,7 @@ void dropout_span(float* y, float* x, float p, float scale, RngKey key, int64_t 
       // uniform_from_bits: (bits >> 8) * 2^-24, exact in float, so the comparison matches.
       const __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(words[q], 8)), to_unit);
       const __mmask16 keep = _mm512_cmp_ps_mask(u, vp, _CMP_GE_OQ) & m;
+      prefetch_ahead(x + i);  // Philox's rounds per vector keep few loads in flight
       const __m512 in = _mm512_maskz_loadu_ps(m, x + i);
       _mm512_mask_storeu_ps(y + i, m, _mm512_maskz_mul_ps(keep, in, vscale));
       if constexpr (Mark) {
