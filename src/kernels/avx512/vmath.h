@@ -239,10 +239,11 @@ constexpr int64_t kParallelMinElements = int64_t{1} << 15;
 // hardware prefetcher leaves it waiting on memory: GELU (erf and exp, ~35 cycles a vector) on an
 // input not in cache (a layer's activations, read once per pass) measured 2.5-3x slower than on a
 // cached one. Asking for the line 2 KiB ahead closes that gap (docs/performance.md); 1-8 KiB
-// measured the same. In the step the cheap passes gained too (dropout's Philox, rounding to bf16,
-// the fused bias pass: their regions took 35-60% less time with it on a 2-core Zen 5 VM); a
-// LayerNorm's rows, fetched a row ahead, showed no gain there. A prefetch past the end of an array is harmless (it never faults); the
-// address is formed as an integer, so no pointer points past the array.
+// measured the same. Other passes gained too on a 2-core Zen 5 VM: dropout (Philox), and even the
+// cheap rounding to bf16 and the fused bias pass, took 35-60% less time in the step with it; a
+// LayerNorm fetching its next row ahead showed no gain there. A prefetch past the end of an array
+// is harmless (it never faults); the address is formed as an integer, so no pointer points past
+// the array.
 inline void prefetch_ahead(const float* p) {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + 2048), _MM_HINT_T0);
 }
