@@ -71,6 +71,10 @@ void adamw_update(float* w, float* m, float* v, float* g, bf16* w_b, const AdamW
 #pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
   for (int64_t k = 0; k < vectors; ++k) {
     const int64_t i = k * kLanes;
+    prefetch_ahead(w + i);
+    prefetch_ahead(m + i);
+    prefetch_ahead(v + i);
+    prefetch_ahead(g + i);
     c.update(w, m, v, g, w_bits, i, lanes_mask(n - i));
   }
 }
@@ -90,6 +94,10 @@ void adamw_update_sparse(float* w, float* m, float* v, float* g, bf16* w_b, cons
   for (int64_t k = 0; k < vectors; ++k) {
     const int64_t i = k * kLanes;
     const __mmask16 mk = lanes_mask(n - i);
+    prefetch_ahead(w + i);
+    prefetch_ahead(m + i);
+    prefetch_ahead(v + i);
+    prefetch_ahead(g + i);
     const __m512i g_bits = _mm512_maskz_loadu_epi32(mk, g + i);
     const __m512i m_bits = _mm512_maskz_loadu_epi32(mk, m + i);
     const __m512i v_bits = _mm512_maskz_loadu_epi32(mk, v + i);

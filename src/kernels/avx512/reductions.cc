@@ -50,6 +50,7 @@ double sum_squares(const float* x, int64_t n) {
     const int64_t end = (blk + 1) * kBlock < n ? (blk + 1) * kBlock : n;
     __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
     for (int64_t i = blk * kBlock; i < end; i += kLanes) {
+      prefetch_ahead(x + i);
       const __m512 v = _mm512_maskz_loadu_ps(lanes_mask(end - i), x + i);
       const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
       const __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
