@@ -193,6 +193,14 @@ void report_raised_peak(const Trainer::State& s, bool bf16, const MachinePeak& s
           raised.saved ? str("; saved to ", raised.cache_path, " for later runs") : std::string()));
 }
 
+// x with one decimal and never in exponent notation (str() writes 1.31727e+06): a peak planted or
+// probed far too low makes MFU read millions of percent.
+std::string one_decimal(double x) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f", x);
+  return text;
+}
+
 // A log line's MFU above 100% cannot be: the peak it was measured against was probed in a slow
 // moment and read low (the README's short job on a fresh VM read 115%). Probes again on every rank
 // (the caller decides alike on all of them) and returns the new per-rank peak in FLOP/s, the mean
@@ -203,17 +211,17 @@ double reprobe_after_impossible_mfu(const Trainer::State& s, bool bf16, const Ma
   try {
     probed = raise_machine_peak(bf16, s.dist.threads, start);
   } catch (const Error& e) {
-    s.warn(str("compute peak: probing again after MFU read ", round_to(100 * mfu, 1), "% failed (",
+    s.warn(str("compute peak: probing again after MFU read ", one_decimal(100 * mfu), "% failed (",
                e.what(), ")"));
   }
   const double flops = s.mean_over_ranks(probed.peak.gflops) * 1e9;
-  const std::string read = str("compute peak: MFU read ", round_to(100 * mfu, 1), "% against ",
-                               round_to(peak_flops / 1e9, 1), " GFLOP/s, so that probe read low");
+  const std::string read = str("compute peak: MFU read ", one_decimal(100 * mfu), "% against ",
+                               one_decimal(peak_flops / 1e9), " GFLOP/s, so that probe read low");
   if (flops <= (1 + kPeakRaiseMargin) * peak_flops) {
     s.info(read + "; probing again read no higher");
     return peak_flops;
   }
-  s.info(str(read, "; probed again: ", round_to(flops / 1e9, 1), " GFLOP/s ", probed.peak.unit,
+  s.info(str(read, "; probed again: ", one_decimal(flops / 1e9), " GFLOP/s ", probed.peak.unit,
              probed.saved ? str(" (saved to ", probed.cache_path, ")") : std::string(),
              "; MFU from here on is over it"));
   return flops;

@@ -124,7 +124,7 @@ PY
 "$cpuft" train "${train_flags[@]}" --max_steps 3 --logging_steps 1 --save_strategy no \
   --output_dir "$work/low-peak" >"$work/low-peak.log" 2>&1 &&
   [ "$(grep -c '^compute peak: MFU read ' "$work/low-peak.log")" = 1 ] &&
-  grep -qE "^compute peak: MFU read [0-9.]+% against [0-9.e-]+ GFLOP/s, so that probe read low; probed again: [0-9.]+ GFLOP/s [A-Za-z0-9_ -]+ \(saved to $work/peaks.json\); MFU from here on is over it$" "$work/low-peak.log" &&
+  grep -qE "^compute peak: MFU read [0-9]+\.[0-9]% against [0-9]+\.[0-9] GFLOP/s, so that probe read low; probed again: [0-9]+\.[0-9] GFLOP/s [A-Za-z0-9_ -]+ \(saved to $work/peaks.json\); MFU from here on is over it$" "$work/low-peak.log" &&
   python3 - "$work/low-peak/log.jsonl" "$work/peaks.json" <<'PY' && pass || fail "an MFU above 100%: $(grep -E '^(compute|step|error)' "$work/low-peak.log")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
