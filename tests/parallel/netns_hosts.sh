@@ -123,7 +123,7 @@ echo "netns_hosts: hosts 198.18.0.1 ($ns1, cores $cpus1) and 198.18.0.2 ($ns2, c
 status=0
 if [ "$mpirun" = "--torchrun" ]; then
   launcher="$(dirname "$0")/torchrun_style.sh"
-  port=$((20000 + RANDOM % 20000))
+  port=$((20000 + RANDOM % 12000))  # below the ephemeral ports, as torchrun_style.sh's
   for node in 0 1; do
     ns=$ns1 cpus=$cpus1
     [ "$node" -eq 1 ] && ns=$ns2 cpus=$cpus2

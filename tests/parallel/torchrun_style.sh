@@ -11,7 +11,9 @@
 # Exit status: 0 when all succeed, else the first failure's (124 when --timeout, default 120 s,
 # ran out).
 set -uo pipefail
-nnodes=1 node_rank=0 nproc=2 master_addr=127.0.0.1 master_port=$((20000 + RANDOM % 20000))
+# The default port lies below Linux's ephemeral range (32768-60999 by default), from which the
+# kernel picks the local ports of outgoing connections (other tests' MPI links among them).
+nnodes=1 node_rank=0 nproc=2 master_addr=127.0.0.1 master_port=$((20000 + RANDOM % 12000))
 timeout_s=120
 while [ $# -gt 0 ]; do
   case "$1" in
