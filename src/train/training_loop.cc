@@ -170,29 +170,6 @@ void report_padding_avoided(Trainer::State& s, int64_t local_tokens, int64_t loc
 // under 1% of the run.
 constexpr double kReprobeMinRunSeconds = 20;
 
-// The end-of-run probe (raise_machine_peak): on a shared host a first probe taken in a slow moment
-// reads low, and every later run's MFU would read high from the cache. Rank-local, no collective
-// (ranks may disagree on whether their run was long enough): the writer reports its own probe.
-void report_raised_peak(const Trainer::State& s, bool bf16, const MachinePeak& start,
-                        double mfu_gflops, double run_seconds) {
-  if (run_seconds < kReprobeMinRunSeconds) return;
-  MachinePeak raised;
-  try {
-    raised = raise_machine_peak(bf16, s.dist.threads, start);
-  } catch (const Error& e) {
-    s.warn(str("compute peak: the probe at the end of training failed (", e.what(), ")"));
-    return;
-  }
-  // Against the peak the MFU figures used (the mean over the ranks).
-  if (raised.peak.gflops <= (1 + kPeakRaiseMargin) * mfu_gflops) return;
-  s.info(
-      str("compute peak: ", round_to(raised.peak.gflops, 1), " GFLOP/s ", raised.peak.unit,
-          " measured at the end of training, above the ", round_to(mfu_gflops, 1),
-          " GFLOP/s this run's MFU figures used (they read ",
-          round_to(100 * (raised.peak.gflops / mfu_gflops - 1), 0), "% high)",
-          raised.saved ? str("; saved to ", raised.cache_path, " for later runs") : std::string()));
-}
-
 // x with one decimal and never in exponent notation (str() writes 1.31727e+06): a peak planted or
 // probed far too low makes MFU read millions of percent.
 std::string one_decimal(double x) {
@@ -201,22 +178,45 @@ std::string one_decimal(double x) {
   return text;
 }
 
+// raise_machine_peak, or `start` (with a warning naming `when`) when the probe fails: a failed
+// probe never stops a run.
+MachinePeak probe_again(const Trainer::State& s, bool bf16, const MachinePeak& start,
+                        const std::string& when) {
+  try {
+    return raise_machine_peak(bf16, s.dist.threads, start);
+  } catch (const Error& e) {
+    s.warn(str("compute peak: the probe ", when, " failed (", e.what(), ")"));
+    return start;
+  }
+}
+
+// The end-of-run probe: on a shared host a first probe taken in a slow moment reads low, and every
+// later run's MFU would read high from the cache. Rank-local, no collective (ranks may disagree on
+// whether their run was long enough): the writer reports its own probe.
+void report_raised_peak(const Trainer::State& s, bool bf16, const MachinePeak& start,
+                        double mfu_gflops, double run_seconds) {
+  if (run_seconds < kReprobeMinRunSeconds) return;
+  const MachinePeak raised = probe_again(s, bf16, start, "at the end of training");
+  // Against the peak the MFU figures used (the mean over the ranks).
+  if (raised.peak.gflops <= (1 + kPeakRaiseMargin) * mfu_gflops) return;
+  s.info(
+      str("compute peak: ", one_decimal(raised.peak.gflops), " GFLOP/s ", raised.peak.unit,
+          " measured at the end of training, above the ", one_decimal(mfu_gflops),
+          " GFLOP/s this run's MFU figures used (they read ",
+          one_decimal(100 * (raised.peak.gflops / mfu_gflops - 1)), "% high)",
+          raised.saved ? str("; saved to ", raised.cache_path, " for later runs") : std::string()));
+}
+
 // A log line's MFU above 100% cannot be: the peak it was measured against was probed in a slow
 // moment and read low (the README's short job on a fresh VM read 115%). Probes again on every rank
 // (the caller decides alike on all of them) and returns the new per-rank peak in FLOP/s, the mean
 // over the ranks; `peak_flops` when the probe failed or read no higher.
 double reprobe_after_impossible_mfu(const Trainer::State& s, bool bf16, const MachinePeak& start,
                                     double peak_flops, double mfu) {
-  MachinePeak probed = start;
-  try {
-    probed = raise_machine_peak(bf16, s.dist.threads, start);
-  } catch (const Error& e) {
-    s.warn(str("compute peak: probing again after MFU read ", one_decimal(100 * mfu), "% failed (",
-               e.what(), ")"));
-  }
-  const double flops = s.mean_over_ranks(probed.peak.gflops) * 1e9;
   const std::string read = str("compute peak: MFU read ", one_decimal(100 * mfu), "% against ",
                                one_decimal(peak_flops / 1e9), " GFLOP/s, so that probe read low");
+  const MachinePeak probed = probe_again(s, bf16, start, "after MFU read above 100%");
+  const double flops = s.mean_over_ranks(probed.peak.gflops) * 1e9;
   if (flops <= (1 + kPeakRaiseMargin) * peak_flops) {
     s.info(read + "; probing again read no higher");
     return peak_flops;

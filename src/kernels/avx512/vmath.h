@@ -240,9 +240,9 @@ constexpr int64_t kParallelMinElements = int64_t{1} << 15;
 // input not in cache (a layer's activations, read once per pass) measured 2.5-3x slower than on a
 // cached one. Asking for the line 2 KiB ahead closes that gap (docs/performance.md); 1-8 KiB
 // measured the same. Other passes gained too on a 2-core Zen 5 VM: dropout (Philox), and even the
-// cheap rounding to bf16 and the fused bias pass, took 35-60% less time in the step with it, AdamW
-// and the clip norm's sum of squares about 30%; a LayerNorm fetching its next row ahead showed no
-// gain there. A prefetch past the end of an array
+// cheap rounding to bf16 and the fused bias pass, took 35-60% less time in the step with it, and
+// the optimizer's region (AdamW, the clip norm's sum of squares) about 30% less; a LayerNorm
+// fetching its next row ahead showed no gain there. A prefetch past the end of an array
 // is harmless (it never faults); the address is formed as an integer, so no pointer points past
 // the array.
 inline void prefetch_ahead(const float* p) {
